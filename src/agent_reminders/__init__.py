@@ -1,0 +1,85 @@
+"""agent-reminders: typed, lifecycle-managed system reminders for LLM agent loops.
+
+Reminders are queued on a :class:`Transcript`, projected into one envelope per model request,
+and appended as a new trailing message that is never edited again — so the serialized request
+N+1 always begins with request N and provider prompt caches stay warm.
+"""
+
+from ._envelope import (
+    Committed,
+    InstructionsMode,
+    PrefixBreak,
+    check_append_only,
+    commit_directives,
+    project,
+)
+from ._errors import Diagnostic, ReminderError, explain
+from ._events import LIFECYCLE_TOPIC, EventLog, EventRecord
+from ._ids import new_id
+from ._lifecycle import (
+    Cleared,
+    Compacted,
+    Injected,
+    PostTurn,
+    clear_reminders,
+    compact,
+    handoff_reminders,
+    inject_reminder,
+    insert_reminder,
+    post_turn,
+    seed_inherited,
+)
+from ._model import Authority, DeliveryMode, Message, Propagate, Reminder, RoleHint, Source
+from ._options import lint_reminder_options
+from ._render import (
+    ENVELOPE_INSTRUCTIONS,
+    EnvelopeStyle,
+    neutralize_untrusted,
+    render_directive,
+    render_envelope,
+)
+from ._transcript import Transcript, reminder_event
+from ._version import __version__
+
+__all__ = [
+    "ENVELOPE_INSTRUCTIONS",
+    "LIFECYCLE_TOPIC",
+    "Authority",
+    "Cleared",
+    "Committed",
+    "Compacted",
+    "DeliveryMode",
+    "Diagnostic",
+    "EnvelopeStyle",
+    "EventLog",
+    "EventRecord",
+    "Injected",
+    "InstructionsMode",
+    "Message",
+    "PostTurn",
+    "PrefixBreak",
+    "Propagate",
+    "Reminder",
+    "ReminderError",
+    "RoleHint",
+    "Source",
+    "Transcript",
+    "__version__",
+    "check_append_only",
+    "clear_reminders",
+    "commit_directives",
+    "compact",
+    "explain",
+    "handoff_reminders",
+    "inject_reminder",
+    "insert_reminder",
+    "lint_reminder_options",
+    "neutralize_untrusted",
+    "new_id",
+    "post_turn",
+    "project",
+    "reminder_event",
+    "render_directive",
+    "render_envelope",
+    "seed_inherited",
+]

@@ -1,0 +1,486 @@
+"""Pure lifecycle transforms over a Transcript: inject, clear, post_turn, compact, handoff."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ._errors import ReminderError
+from ._events import EventLog, Kind
+from ._ids import IdFactory, new_id
+from ._messages import validate_message
+from ._model import (
+    AUTHORITY_RANK,
+    Authority,
+    Message,
+    Propagate,
+    Reminder,
+    RoleHint,
+    Source,
+)
+from ._options import parse_reminder_options, parse_selector
+from ._transcript import Transcript
+
+__all__ = [
+    "Cleared",
+    "Compacted",
+    "Compactor",
+    "Injected",
+    "PostTurn",
+    "clear_reminders",
+    "compact",
+    "handoff_reminders",
+    "inject_reminder",
+    "insert_reminder",
+    "post_turn",
+    "seed_inherited",
+]
+
+Compactor = Callable[[tuple[Message, ...], tuple[Reminder, ...]], "str | Sequence[Message]"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Injected:
+    """Result of :func:`inject_reminder`."""
+
+    transcript: Transcript
+    reminder_id: str
+    deduped_count: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Cleared:
+    """Result of :func:`clear_reminders`."""
+
+    transcript: Transcript
+    removed_count: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PostTurn:
+    """Result of :func:`post_turn`."""
+
+    transcript: Transcript
+    expired_count: int
+    decremented_count: int
+    remaining_count: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Compacted:
+    """Result of :func:`compact`; ``archived_messages`` counts the messages compacted away."""
+
+    transcript: Transcript
+    summary: str | None
+    archived_messages: int
+    expired_count: int
+    deduped_count: int
+    preserved_count: int
+
+
+def check_transcript(value: object) -> Transcript:
+    if not isinstance(value, Transcript):
+        raise TypeError(f"transcript must be a Transcript, not {type(value).__name__}")
+    return value
+
+
+def check_turn(value: object, name: str = "turn") -> int:
+    if type(value) is not int:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise ReminderError("RMD-001", f"{name} must be >= 0; got {value}")
+    return value
+
+
+def check_log(value: object) -> EventLog | None:
+    if value is not None and not isinstance(value, EventLog):
+        raise TypeError(f"event_log must be an EventLog or None, not {type(value).__name__}")
+    return value
+
+
+def _check_source(value: object) -> Source:
+    if isinstance(value, str):
+        try:
+            return Source(value)
+        except ValueError:
+            pass
+    allowed = ", ".join(s.value for s in Source)
+    raise ReminderError("RMD-001", f"source must be one of {allowed}; got {value!r}")
+
+
+def _expired(
+    log: EventLog,
+    transcript: Transcript,
+    reminder: Reminder,
+    reason: str,
+    *,
+    turn: int | None,
+    boundary: str | None,
+) -> None:
+    log.lifecycle(
+        Kind.EXPIRED,
+        transcript.id,
+        {
+            "reminder_id": reminder.id,
+            "reason": reason,
+            "ttl_turns_before": reminder.ttl_turns,
+            "expired_at_turn": turn,
+            "expired_at_boundary": boundary,
+        },
+    )
+
+
+def _deduped(
+    log: EventLog,
+    transcript: Transcript,
+    replaced: list[Reminder],
+    replacing: Reminder,
+    boundary: str | None = None,
+) -> None:
+    payload: dict[str, Any] = {
+        "replaced_id": replaced[-1].id,
+        "replacing_id": replacing.id,
+        "replaced_ids": [r.id for r in replaced],
+        "dedupe_key": replacing.dedupe_key,
+        "dropped_count": len(replaced),
+    }
+    if boundary is not None:
+        payload["boundary"] = boundary
+    log.lifecycle(Kind.DEDUPED, transcript.id, payload)
+
+
+def injected_payload(reminder: Reminder) -> dict[str, Any]:
+    return {
+        "reminder_id": reminder.id,
+        "tags": list(reminder.tags),
+        "dedupe_key": reminder.dedupe_key,
+        "source": reminder.source.value,
+        "role_hint": reminder.role_hint.value,
+        "authority": reminder.authority.value,
+        "ttl_turns": reminder.ttl_turns,
+        "propagate": reminder.propagate.value,
+        "originating_agent_id": reminder.originating_agent_id,
+    }
+
+
+def insert_reminder(
+    transcript: Transcript, reminder: Reminder, *, event_log: EventLog | None = None
+) -> Injected:
+    """Queue an already-built reminder, replacing every pending one with its dedupe key.
+
+    The building block of :func:`inject_reminder` for producers that construct the
+    :class:`Reminder` themselves (a bridge payload with its own id, an inherited copy).
+    Events: ``deduped`` (when any were replaced), then ``injected``.
+    """
+    transcript = check_transcript(transcript)
+    if not isinstance(reminder, Reminder):
+        raise TypeError(f"reminder must be a Reminder, not {type(reminder).__name__}")
+    log = check_log(event_log)
+    key = reminder.dedupe_key
+    kept: list[Reminder] = []
+    replaced: list[Reminder] = []
+    for pending in transcript.reminders:
+        (replaced if key is not None and pending.dedupe_key == key else kept).append(pending)
+    kept.append(reminder)
+    result = transcript._derive(reminders=tuple(kept))
+    if log is not None:
+        if replaced:
+            _deduped(log, result, replaced, reminder)
+        log.lifecycle(Kind.INJECTED, result.id, injected_payload(reminder))
+    return Injected(transcript=result, reminder_id=reminder.id, deduped_count=len(replaced))
+
+
+def inject_reminder(
+    transcript: Transcript,
+    options: Mapping[str, Any],
+    *,
+    source: Source | str = Source.IN_PIPELINE,
+    fired_at_turn: int = 0,
+    event_log: EventLog | None = None,
+    id_factory: IdFactory | None = None,
+) -> Injected:
+    """Validate strict reminder options and append the reminder to the pending queue.
+
+    Every pending reminder with the same ``dedupe_key`` is removed first; ``messages`` are
+    untouched.
+
+    Raises:
+        ReminderError: ``RMD-001`` / ``RMD-005`` from option validation (see the spec order).
+
+    Example:
+        >>> done = inject_reminder(Transcript(), {"body": "Tests fail", "ttl_turns": 1})
+        >>> [r.body for r in done.transcript.reminders]
+        ['Tests fail']
+    """
+    transcript = check_transcript(transcript)
+    parsed = parse_reminder_options(options)
+    src = _check_source(source)
+    turn = check_turn(fired_at_turn, "fired_at_turn")
+    reminder = Reminder(
+        id=(id_factory or new_id)(),
+        body=parsed.body,
+        tags=parsed.tags,
+        dedupe_key=parsed.dedupe_key,
+        ttl_turns=parsed.ttl_turns,
+        preserve_on_compact=bool(parsed.preserve_on_compact),
+        propagate=parsed.propagate or Propagate.SESSION,
+        role_hint=parsed.role_hint or RoleHint.SYSTEM,
+        authority=parsed.authority or Authority.CONTRACT,
+        source=src,
+        fired_at_turn=turn,
+    )
+    return insert_reminder(transcript, reminder, event_log=event_log)
+
+
+def clear_reminders(
+    transcript: Transcript, selector: Mapping[str, Any], *, event_log: EventLog | None = None
+) -> Cleared:
+    """Remove the pending reminders matching every given selector key (``id``, ``tag``,
+    ``dedupe_key``); one ``expired`` event (``reason: "cleared"``) per removed reminder."""
+    transcript = check_transcript(transcript)
+    sel = parse_selector(selector)
+    log = check_log(event_log)
+
+    def matches(r: Reminder) -> bool:
+        return (
+            (sel.id is None or r.id == sel.id)
+            and (sel.tag is None or sel.tag in r.tags)
+            and (sel.dedupe_key is None or r.dedupe_key == sel.dedupe_key)
+        )
+
+    removed = [r for r in transcript.reminders if matches(r)]
+    if not removed:
+        return Cleared(transcript=transcript, removed_count=0)
+    result = transcript._derive(reminders=tuple(r for r in transcript.reminders if not matches(r)))
+    if log is not None:
+        for r in removed:
+            _expired(log, result, r, "cleared", turn=None, boundary="clear")
+    return Cleared(transcript=result, removed_count=len(removed))
+
+
+def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None = None) -> PostTurn:
+    """Age the pending reminders after the assistant turn ``turn``.
+
+    A reminder created for a later turn (``fired_at_turn > turn``) or without a TTL is left
+    alone; ``ttl_turns <= 1`` expires (``reason: "ttl"``); otherwise the TTL drops by one.
+    """
+    transcript = check_transcript(transcript)
+    turn = check_turn(turn)
+    log = check_log(event_log)
+    kept: list[Reminder] = []
+    expired: list[Reminder] = []
+    decremented = 0
+    for r in transcript.reminders:
+        ttl = r.ttl_turns
+        if ttl is None or r.fired_at_turn > turn:
+            kept.append(r)
+        elif ttl <= 1:
+            expired.append(r)
+        else:
+            kept.append(replace(r, ttl_turns=ttl - 1))
+            decremented += 1
+    result = transcript._derive(reminders=tuple(kept)) if expired or decremented else transcript
+    if log is not None:
+        for r in expired:
+            _expired(log, result, r, "ttl", turn=turn, boundary="post_turn")
+    return PostTurn(
+        transcript=result,
+        expired_count=len(expired),
+        decremented_count=decremented,
+        remaining_count=len(kept),
+    )
+
+
+def _winner_first(a: Reminder, b: Reminder) -> bool:
+    """True when ``b`` (later in the queue) beats ``a``: higher authority, ties to the later."""
+    return AUTHORITY_RANK[b.authority] <= AUTHORITY_RANK[a.authority]
+
+
+def _default_layout(
+    messages: tuple[Message, ...], keep_last: int, summary: str | None
+) -> tuple[list[Message], int, str]:
+    head = list(messages[:1]) if messages and messages[0]["role"] == "system" else []
+    rest = messages[len(head) :]
+    cut = max(0, len(rest) - keep_last)
+    # Never start the kept tail with a tool result whose assistant tool call was archived.
+    while 0 < cut < len(rest) and rest[cut]["role"] == "tool":
+        cut -= 1
+    archived, tail = rest[:cut], list(rest[cut:])
+    text = (
+        summary
+        if summary is not None
+        else (f"[Compaction archived {len(archived)} earlier message(s) of this conversation.]")
+    )
+    if not archived and summary is None:
+        return head + tail, 0, text
+    recap: Message = {"role": "user", "content": text}
+    return [*head, recap, *tail], len(archived), text
+
+
+def _count_archived(old: Sequence[Message], new: Sequence[Message]) -> int:
+    def key(m: Message) -> str:
+        return json.dumps(m, sort_keys=True)
+
+    remaining = Counter(key(m) for m in new)
+    archived = 0
+    for m in old:
+        k = key(m)
+        if remaining[k] > 0:
+            remaining[k] -= 1
+        else:
+            archived += 1
+    return archived
+
+
+def compact(
+    transcript: Transcript,
+    *,
+    keep_last: int = 4,
+    summary: str | None = None,
+    custom_compactor: Compactor | None = None,
+    event_log: EventLog | None = None,
+) -> Compacted:
+    """Compact the transcript: reminder lifecycle first, then messages.
+
+    1. finite TTLs tick once (``expired``, ``reason: "ttl"``, boundary ``pre_compact``);
+    2. reminders sharing a dedupe key collapse (highest authority, ties to the most recent);
+    3. ``custom_compactor(messages, reminders)`` returns a summary or new messages; otherwise
+       the first system message and the last ``keep_last`` messages stay, with one user
+       message holding the summary between them (the kept tail never starts with an orphaned
+       tool result);
+    4. only ``preserve_on_compact=True`` reminders stay (others: ``reason: "compaction"``).
+
+    This is the one sanctioned break of the append-only invariant.
+    """
+    transcript = check_transcript(transcript)
+    if type(keep_last) is not int or keep_last < 0:
+        raise ReminderError("RMD-001", f"keep_last must be an int >= 0; got {keep_last!r}")
+    if summary is not None and not isinstance(summary, str):
+        raise TypeError(f"summary must be a str or None, not {type(summary).__name__}")
+    if custom_compactor is not None and not callable(custom_compactor):
+        raise TypeError("custom_compactor must be callable")
+    log = check_log(event_log)
+
+    # 1. TTL tick.
+    ticked: list[Reminder] = []
+    ttl_expired: list[Reminder] = []
+    for r in transcript.reminders:
+        if r.ttl_turns is None:
+            ticked.append(r)
+        elif r.ttl_turns <= 1:
+            ttl_expired.append(r)
+        else:
+            ticked.append(replace(r, ttl_turns=r.ttl_turns - 1))
+    # 2. Dedupe-key collapse.
+    winners: dict[str, Reminder] = {}
+    for r in ticked:
+        if r.dedupe_key is not None:
+            current = winners.get(r.dedupe_key)
+            if current is None or _winner_first(current, r):
+                winners[r.dedupe_key] = r
+    survivors = [r for r in ticked if r.dedupe_key is None or winners[r.dedupe_key] is r]
+    losers: dict[str, list[Reminder]] = {}
+    for r in ticked:
+        if r.dedupe_key is not None and winners[r.dedupe_key] is not r:
+            losers.setdefault(r.dedupe_key, []).append(r)
+    # 3. Messages.
+    old = transcript.messages
+    text: str | None
+    if custom_compactor is None:
+        new_messages, archived, text = _default_layout(old, keep_last, summary)
+    else:
+        produced = custom_compactor(old, tuple(survivors))
+        if isinstance(produced, str):
+            new_messages, archived, text = _default_layout(old, keep_last, produced)
+        elif isinstance(produced, Sequence):
+            new_messages = [validate_message(m, f"compacted[{i}]") for i, m in enumerate(produced)]
+            archived, text = _count_archived(old, new_messages), summary
+        else:
+            raise TypeError(
+                "custom_compactor must return a summary str or a sequence of messages, "
+                f"not {type(produced).__name__}"
+            )
+    # 4. Only preserved reminders stay.
+    preserved = tuple(r for r in survivors if r.preserve_on_compact)
+    dropped = [r for r in survivors if not r.preserve_on_compact]
+    result = transcript._with_messages(new_messages)._derive(reminders=preserved, invalid=())
+    if log is not None:
+        for r in ttl_expired:
+            _expired(log, result, r, "ttl", turn=None, boundary="pre_compact")
+        for key, group in losers.items():
+            _deduped(log, result, group, winners[key], boundary="pre_compact")
+        for r in dropped:
+            _expired(log, result, r, "compaction", turn=None, boundary="compaction")
+    return Compacted(
+        transcript=result,
+        summary=text,
+        archived_messages=archived,
+        expired_count=len(ttl_expired) + len(dropped),
+        deduped_count=sum(len(g) for g in losers.values()),
+        preserved_count=len(preserved),
+    )
+
+
+def handoff_reminders(transcript: Transcript, *, parent_agent_id: str) -> tuple[Reminder, ...]:
+    """The reminders a sub-agent inherits from ``transcript``.
+
+    ``propagate="all"`` always passes on; ``"session"`` only when the reminder was not itself
+    inherited; ``"none"`` never. Copies keep their id and ``propagate``, get
+    ``source=inherited`` and name the first parent in ``originating_agent_id``.
+    """
+    transcript = check_transcript(transcript)
+    if not isinstance(parent_agent_id, str) or not parent_agent_id.strip():
+        raise ReminderError(
+            "RMD-001", f"parent_agent_id must be a non-blank string; got {parent_agent_id!r}"
+        )
+    out: list[Reminder] = []
+    for r in transcript.reminders:
+        if r.propagate is Propagate.NONE:
+            continue
+        if r.propagate is Propagate.SESSION and r.source is Source.INHERITED:
+            continue
+        out.append(
+            replace(
+                r,
+                source=Source.INHERITED,
+                originating_agent_id=r.originating_agent_id or parent_agent_id,
+            )
+        )
+    return tuple(out)
+
+
+def seed_inherited(
+    transcript: Transcript,
+    reminders: Iterable[Reminder],
+    *,
+    sub_agent_id: str,
+    event_log: EventLog | None = None,
+) -> Transcript:
+    """Add inherited reminders to a child transcript before its first turn.
+
+    Events per reminder: ``injected``, then ``inherited``.
+    """
+    transcript = check_transcript(transcript)
+    if not isinstance(sub_agent_id, str) or not sub_agent_id.strip():
+        raise ReminderError(
+            "RMD-001", f"sub_agent_id must be a non-blank string; got {sub_agent_id!r}"
+        )
+    log = check_log(event_log)
+    for reminder in reminders:
+        done = insert_reminder(transcript, reminder, event_log=log)
+        transcript = done.transcript
+        if log is not None:
+            log.lifecycle(
+                Kind.INHERITED,
+                transcript.id,
+                {
+                    "reminder_id": reminder.id,
+                    "originating_agent_id": reminder.originating_agent_id,
+                    "sub_agent_id": sub_agent_id,
+                    "propagate": reminder.propagate.value,
+                },
+            )
+    return transcript

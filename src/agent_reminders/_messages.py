@@ -1,0 +1,68 @@
+"""Validation and copying of provider-neutral messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from ._errors import ReminderError
+from ._model import Message
+
+__all__ = ["ROLES", "copy_json", "validate_message"]
+
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+
+def copy_json(value: Any) -> Any:
+    """Deep-copy JSON-like data (dicts, lists, tuples, scalars); tuples become lists."""
+    if isinstance(value, Mapping):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [copy_json(v) for v in value]
+    return value
+
+
+def _bad(where: str, problem: str) -> ReminderError:
+    return ReminderError("RMD-001", f"{where}: {problem}")
+
+
+def validate_message(message: object, where: str = "message") -> Message:
+    """Check a neutral chat message and return a private deep copy of it.
+
+    Raises:
+        TypeError: the message is not a mapping.
+        ReminderError: ``RMD-001`` naming the bad key (e.g. ``message.role``).
+    """
+    if not isinstance(message, Mapping):
+        raise TypeError(f"{where} must be a mapping, not {type(message).__name__}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise _bad(f"{where}.role", f"must be one of assistant, system, tool, user; got {role!r}")
+    content = message.get("content")
+    if not isinstance(content, str | list):
+        raise _bad(f"{where}.content", f"must be a string or a list of blocks; got {content!r}")
+    if isinstance(content, list):
+        for i, block in enumerate(content):
+            if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+                raise _bad(f"{where}.content[{i}]", "must be a mapping with a string 'type'")
+    calls = message.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list | tuple):
+            raise _bad(f"{where}.tool_calls", "must be a list")
+        for i, call in enumerate(calls):
+            if not isinstance(call, Mapping):
+                raise _bad(f"{where}.tool_calls[{i}]", "must be a mapping")
+            for key in ("id", "name"):
+                if not isinstance(call.get(key), str) or not call[key]:
+                    raise _bad(f"{where}.tool_calls[{i}].{key}", "must be a non-empty string")
+            if not isinstance(call.get("arguments"), Mapping):
+                raise _bad(f"{where}.tool_calls[{i}].arguments", "must be a mapping")
+    for key in ("tool_call_id", "name"):
+        if key in message and not isinstance(message[key], str):
+            raise _bad(f"{where}.{key}", f"must be a string; got {message[key]!r}")
+    ids = message.get("directive_ids")
+    if ids is not None and (
+        not isinstance(ids, list | tuple) or not all(isinstance(i, str) for i in ids)
+    ):
+        raise _bad(f"{where}.directive_ids", "must be a list of strings")
+    return cast(Message, copy_json(message))

@@ -1,0 +1,374 @@
+"""The Transcript value and its serialized event view."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from ._errors import ReminderError
+from ._ids import new_id
+from ._messages import validate_message
+from ._model import (
+    Authority,
+    Message,
+    Propagate,
+    Reminder,
+    RoleHint,
+    Source,
+)
+from ._render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text
+
+__all__ = ["Transcript", "reminder_event"]
+
+FORMAT = "agent-reminders.transcript.v1"
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class _Log:
+    """An append-only message list shared by transcripts that extend one another.
+
+    A transcript is a view ``messages[:length]``. Appending to the longest view extends the list
+    in place (O(1)); appending to a shorter view forks a copy first. Indexes of committed
+    directive ids, of directive texts in history without ``directive_ids``, and of the first
+    message holding ``ENVELOPE_INSTRUCTIONS`` keep ``commit_directives`` independent of history
+    length. An index entry is valid for a view when its message index is below the view length.
+    """
+
+    __slots__ = ("directive_at", "instructions_at", "lock", "messages", "text_at")
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self.lock = threading.Lock()
+        self.messages: list[Message] = []
+        self.directive_at: dict[str, int] = {}
+        self.text_at: dict[str, int] = {}
+        self.instructions_at: int | None = None
+        for message in messages:
+            self.add(message)
+
+    def add(self, message: Message) -> None:
+        index = len(self.messages)
+        self.messages.append(message)
+        ids = message.get("directive_ids")
+        text = message_text(message)
+        if ids is not None:
+            for rid in ids:
+                self.directive_at.setdefault(rid, index)
+        elif "<directive" in text:
+            for block in DIRECTIVE_BLOCK.findall(text):
+                self.text_at.setdefault(block, index)
+        if self.instructions_at is None and ENVELOPE_INSTRUCTIONS in text:
+            self.instructions_at = index
+
+
+class Transcript:
+    """A frozen conversation: durable ``messages`` plus the pending ``reminders`` queue.
+
+    Transforms (``inject_reminder``, ``post_turn``, ``commit_directives`` …) return new
+    transcripts; no method changes an existing one.
+
+    Example:
+        >>> t = Transcript().append({"role": "user", "content": "hi"})
+        >>> len(t.messages), t.reminders
+        (1, ())
+    """
+
+    __slots__ = ("_invalid", "_len", "_log", "_messages", "id", "reminders")
+
+    id: str
+    reminders: tuple[Reminder, ...]
+    _log: _Log
+    _len: int
+    _invalid: tuple[tuple[str, dict[str, Any]], ...]
+    _messages: tuple[Message, ...] | None
+
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        reminders: Iterable[Reminder] = (),
+        *,
+        id: str | None = None,
+    ) -> None:
+        if id is not None and (not isinstance(id, str) or not id.strip()):
+            raise ReminderError("RMD-001", f"transcript id must be a non-blank string; got {id!r}")
+        checked = [validate_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+        pending = tuple(reminders)
+        for r in pending:
+            if not isinstance(r, Reminder):
+                raise TypeError(f"reminders must be Reminder values, not {type(r).__name__}")
+        log = _Log(checked)
+        self._init(id or new_id(), log, len(log.messages), pending, ())
+
+    def _init(
+        self,
+        id: str,
+        log: _Log,
+        length: int,
+        reminders: tuple[Reminder, ...],
+        invalid: tuple[tuple[str, dict[str, Any]], ...],
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "id", id)
+        set_(self, "_log", log)
+        set_(self, "_len", length)
+        set_(self, "reminders", reminders)
+        set_(self, "_invalid", invalid)
+        set_(self, "_messages", None)
+
+    def _derive(
+        self,
+        *,
+        log: _Log | None = None,
+        length: int | None = None,
+        reminders: tuple[Reminder, ...] | None = None,
+        invalid: tuple[tuple[str, dict[str, Any]], ...] | None = None,
+    ) -> Transcript:
+        new = Transcript.__new__(Transcript)
+        new._init(
+            self.id,
+            self._log if log is None else log,
+            self._len if length is None else length,
+            self.reminders if reminders is None else reminders,
+            self._invalid if invalid is None else invalid,
+        )
+        return new
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Transcript is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Transcript is immutable; cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Transcript):
+            return NotImplemented
+        return (
+            self.id == other.id
+            and self.reminders == other.reminders
+            and self._invalid == other._invalid
+            and self.messages == other.messages
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Transcript(id={self.id!r}, messages={self._len}, reminders={len(self.reminders)})"
+
+    # -- messages ---------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The durable conversation, oldest first (treat the dicts as read-only)."""
+        cached = self._messages
+        if cached is None:
+            cached = tuple(self._log.messages[: self._len])
+            object.__setattr__(self, "_messages", cached)
+        return cached
+
+    def __len__(self) -> int:
+        return self._len
+
+    def append(self, message: Message) -> Transcript:
+        """Return a transcript with ``message`` (validated and copied) appended.
+
+        Raises:
+            TypeError: ``message`` is not a mapping.
+            ReminderError: ``RMD-001`` naming the bad key.
+        """
+        return self._append_owned(validate_message(message))
+
+    def _append_owned(self, message: Message) -> Transcript:
+        """Append a message the library built itself (no copy)."""
+        log = self._log
+        with log.lock:
+            if len(log.messages) == self._len:
+                log.add(message)
+                return self._derive(length=self._len + 1)
+        forked = _Log(log.messages[: self._len])
+        forked.add(message)
+        return self._derive(log=forked, length=self._len + 1)
+
+    def _with_messages(self, messages: Iterable[Message]) -> Transcript:
+        log = _Log(messages)
+        return self._derive(log=log, length=len(log.messages))
+
+    def _is_committed(self, reminder_id: str, rendered: str) -> bool:
+        log, length = self._log, self._len
+        at = log.directive_at.get(reminder_id)
+        if at is not None and at < length:
+            return True
+        at = log.text_at.get(rendered)
+        return at is not None and at < length
+
+    def _has_instructions(self) -> bool:
+        at = self._log.instructions_at
+        return at is not None and at < self._len
+
+    # -- event view and JSON ----------------------------------------------------------------
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The serialized event view: message events, then one ``system_reminder`` per
+        pending reminder, then invalid reminder events not yet reported."""
+        out: list[dict[str, Any]] = [
+            {"id": f"msg-{i}", "kind": "message", "message": m} for i, m in enumerate(self.messages)
+        ]
+        out.extend(_event_for(r.to_dict(), f"evt-{r.id}") for r in self.reminders)
+        out.extend(event for _, event in self._invalid)
+        return out
+
+    @classmethod
+    def from_events(
+        cls, events: Iterable[Mapping[str, Any]], *, id: str | None = None
+    ) -> Transcript:
+        """Rebuild a transcript from an event view.
+
+        ``system_reminder`` events are read leniently (see :func:`reminder_event`); one whose
+        reminder payload is malformed or has a blank body is kept out of ``reminders`` and
+        reported once as ``transcript.reminder.dropped`` at the next ``commit_directives``.
+        """
+        messages: list[Message] = []
+        reminders: list[Reminder] = []
+        invalid: list[tuple[str, dict[str, Any]]] = []
+        for index, event in enumerate(events):
+            if not isinstance(event, Mapping):
+                raise TypeError(f"events[{index}] must be a mapping, not {type(event).__name__}")
+            kind = event.get("kind")
+            if kind == "message":
+                messages.append(validate_message(event.get("message"), f"events[{index}].message"))
+            elif kind == "system_reminder":
+                reminder = _lenient_reminder(event.get("reminder"))
+                if reminder is None:
+                    payload = event.get("reminder")
+                    own = payload.get("id") if isinstance(payload, Mapping) else None
+                    event_id = event.get("id")
+                    reported = own if isinstance(own, str) and own.strip() else event_id
+                    invalid.append((str(reported), json.loads(json.dumps(dict(event)))))
+                else:
+                    reminders.append(reminder)
+            else:
+                raise ReminderError(
+                    "RMD-001",
+                    f"events[{index}].kind must be 'message' or 'system_reminder'; got {kind!r}",
+                )
+        transcript = cls(reminders=reminders, id=id)
+        return transcript._with_messages(messages)._derive(invalid=tuple(invalid))
+
+    def to_json(self) -> str:
+        """Serialize to JSON; ``Transcript.from_json(t.to_json()) == t``."""
+        return json.dumps(
+            {"format": FORMAT, "id": self.id, "events": self.events},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Transcript:
+        """Parse the output of :meth:`to_json`.
+
+        Raises:
+            ReminderError: ``RMD-001`` when the text is not a transcript document.
+        """
+        if not isinstance(text, str | bytes):
+            raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ReminderError("RMD-001", f"transcript JSON does not parse: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ReminderError("RMD-001", f"not a transcript document (format must be {FORMAT!r})")
+        events = data.get("events")
+        if not isinstance(events, list):
+            raise ReminderError("RMD-001", "transcript document: events must be a list")
+        tid = data.get("id")
+        if not isinstance(tid, str):
+            raise ReminderError("RMD-001", "transcript document: id must be a string")
+        return cls.from_events(events, id=tid)
+
+
+def _enum_or_default(enum: type[_E], value: object, default: _E) -> _E:
+    if isinstance(value, str):
+        try:
+            return enum(value)
+        except ValueError:
+            pass
+    return default
+
+
+def _lenient_dict(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Coerce a reminder-like mapping into ``Reminder.to_dict()`` shape without raising."""
+    rid = payload.get("id")
+    tags = payload.get("tags")
+    key = payload.get("dedupe_key")
+    ttl = payload.get("ttl_turns")
+    turn = payload.get("fired_at_turn")
+    origin = payload.get("originating_agent_id")
+    body = payload.get("body")
+    out: dict[str, Any] = {
+        "id": rid if isinstance(rid, str) and rid.strip() else new_id(),
+        "body": body if isinstance(body, str) else "",
+        "tags": [t.strip() for t in tags if isinstance(t, str) and t.strip()]
+        if isinstance(tags, list)
+        else [],
+        "dedupe_key": key.strip() or None if isinstance(key, str) else None,
+        "ttl_turns": ttl if type(ttl) is int and ttl > 0 else None,
+        "preserve_on_compact": payload.get("preserve_on_compact") is True,
+        "propagate": _enum_or_default(Propagate, payload.get("propagate"), Propagate.SESSION).value,
+        "role_hint": _enum_or_default(RoleHint, payload.get("role_hint"), RoleHint.SYSTEM).value,
+        "authority": _enum_or_default(
+            Authority, payload.get("authority"), Authority.CONTRACT
+        ).value,
+        "source": _enum_or_default(Source, payload.get("source"), Source.IN_PIPELINE).value,
+        "fired_at_turn": turn if type(turn) is int and turn >= 0 else 0,
+        "originating_agent_id": origin if isinstance(origin, str) else None,
+    }
+    for optional in ("dedupe_key", "ttl_turns", "originating_agent_id"):
+        if out[optional] is None:
+            del out[optional]
+    return out
+
+
+def _lenient_reminder(payload: object) -> Reminder | None:
+    """The reminder a ``system_reminder`` event carries, or ``None`` when it is unusable."""
+    if not isinstance(payload, Mapping):
+        return None
+    body = payload.get("body")
+    if not isinstance(body, str) or not body.strip():
+        return None
+    data = _lenient_dict(payload)
+    data["tags"] = tuple(dict.fromkeys(data["tags"]))
+    return Reminder(**data)
+
+
+def _event_for(payload: dict[str, Any], event_id: str) -> dict[str, Any]:
+    body = payload["body"]
+    return {
+        "id": event_id,
+        "kind": "system_reminder",
+        "role": payload["role_hint"],
+        "visibility": "public",
+        "text": body,
+        "blocks": [{"type": "text", "text": body, "visibility": "public"}],
+        "reminder": payload,
+        "metadata": dict(payload),
+    }
+
+
+def reminder_event(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Build a ``system_reminder`` transcript event from a reminder-like mapping, leniently.
+
+    Never raises for bad values: unknown enum values fall back to their defaults, a non-int
+    ``ttl_turns`` becomes ``None``, ``tags`` that are not a list become empty, and a missing
+    ``id`` gets a new one. A blank body is kept; ``Transcript.from_events`` drops such events.
+
+    Example:
+        >>> ev = reminder_event({"body": "hi", "propagate": "bogus", "ttl_turns": "2"})
+        >>> ev["reminder"]["propagate"], "ttl_turns" in ev["reminder"]
+        ('session', False)
+    """
+    if not isinstance(payload, Mapping):
+        raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
+    data = _lenient_dict(payload)
+    return _event_for(data, f"evt-{data['id']}")
