@@ -280,7 +280,7 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
         elif ttl <= 1:
             expired.append(r)
         else:
-            kept.append(replace(r, ttl_turns=ttl - 1))
+            kept.append(r._evolve(ttl_turns=ttl - 1))
             decremented += 1
     result = transcript._derive(reminders=tuple(kept)) if expired or decremented else transcript
     if log is not None:
@@ -373,7 +373,7 @@ def compact(
         elif r.ttl_turns <= 1:
             ttl_expired.append(r)
         else:
-            ticked.append(replace(r, ttl_turns=r.ttl_turns - 1))
+            ticked.append(r._evolve(ttl_turns=r.ttl_turns - 1))
     # 2. Dedupe-key collapse.
     winners: dict[str, Reminder] = {}
     for r in ticked:

@@ -197,6 +197,13 @@ class Reminder:
         if origin is not None and not isinstance(origin, str):
             raise ReminderError("RMD-001", f"originating_agent_id must be a string; got {origin!r}")
 
+    def _evolve(self, **changes: Any) -> Reminder:
+        """Copy with already-valid field values changed, skipping validation (hot paths)."""
+        new = object.__new__(Reminder)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
     @property
     def is_durable(self) -> bool:
         """True when the reminder has no TTL and survives compaction."""

@@ -1,0 +1,128 @@
+"""Per-turn cost of the envelope path: commit_directives + post_turn.
+
+For 100, 1,000 and 10,000 messages of history with 20 pending reminders, each measured turn
+commits one new directive (a keyed reminder was replaced since the last request) and then ages
+all pending reminders. History is rebuilt every BATCH turns so its size stays near the target.
+Prints median and p99 per size and the growth ratio t(10k)/t(100); writes bench/results.md.
+
+Run: make bench  (or: python bench/turn_cost.py [--turns N])
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from agent_reminders import Transcript, commit_directives, inject_reminder, post_turn
+
+SIZES = (100, 1_000, 10_000)
+PENDING = 20
+BATCH = 25
+RESULTS = Path(__file__).with_name("results.md")
+
+
+def history(size: int) -> list[dict[str, object]]:
+    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a coding agent."}]
+    while len(messages) < size:
+        n = len(messages)
+        messages.append({"role": "user", "content": f"Step {n}: please look at module_{n}.py"})
+        messages.append({"role": "assistant", "content": f"Looked at module_{n}.py; all good."})
+    return messages[:size]
+
+
+def fresh(size: int, messages: list[dict[str, object]]) -> tuple[Transcript, int]:
+    t = Transcript(messages)  # type: ignore[arg-type]
+    for k in range(PENDING):
+        t = inject_reminder(
+            t, {"body": f"Reminder {k}: keep file_{k}.py consistent.", "dedupe_key": f"k{k}"}
+        ).transcript
+    t = commit_directives(t, turn=0).transcript
+    return t, 1
+
+
+def run(size: int, turns: int) -> list[float]:
+    messages = history(size)
+    samples: list[float] = []
+    t, turn = fresh(size, messages)
+    for i in range(turns):
+        if i % BATCH == 0:
+            t, turn = fresh(size, messages)
+        # Untimed: the model answered, and a producer replaced one keyed reminder.
+        t = t.append({"role": "assistant", "content": f"answer {i}"})
+        t = inject_reminder(
+            t,
+            {
+                "body": f"Reminder {i % PENDING} v{i}",
+                "dedupe_key": f"k{i % PENDING}",
+                "ttl_turns": 30,
+            },
+            fired_at_turn=turn,
+        ).transcript
+        start = time.perf_counter_ns()
+        committed = commit_directives(t, turn=turn)
+        aged = post_turn(committed.transcript, turn)
+        samples.append((time.perf_counter_ns() - start) / 1_000)
+        assert committed.message is not None
+        assert len(aged.transcript.reminders) == PENDING
+        t, turn = aged.transcript, turn + 1
+    return samples
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=3000)
+    args = parser.parse_args()
+    run(100, 200)  # warm-up
+    rows = []
+    for size in SIZES:
+        samples = run(size, args.turns)
+        rows.append((size, statistics.median(samples), p99(samples)))
+    growth = rows[-1][1] / rows[0][1]
+    lines = [
+        "| messages | pending | median µs | p99 µs |",
+        "|---:|---:|---:|---:|",
+        *[f"| {s:,} | {PENDING} | {m:.1f} | {p:.1f} |" for s, m, p in rows],
+    ]
+    table = "\n".join(lines)
+    print(table)
+    print(
+        f"growth ratio t(10k)/t(100) = {growth:.2f} (target <= 1.5; median at 10k target <= 100 µs)"
+    )
+    RESULTS.write_text(
+        "# Benchmark results\n\n"
+        "## Per-turn cost (`bench/turn_cost.py`)\n\n"
+        "`commit_directives` + `post_turn` per turn, "
+        f"{args.turns} turns per size, history rebuilt every {BATCH} turns.\n\n"
+        f"Machine: {machine()}.\n\n{table}\n\n"
+        f"Growth ratio t(10k)/t(100): **{growth:.2f}**.\n",
+        encoding="utf-8",
+    )
+    met = growth <= 1.5 and rows[-1][1] <= 100
+    print("targets met" if met else "TARGETS MISSED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
