@@ -93,6 +93,7 @@ def machine() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results")
     args = parser.parse_args()
     run(100, 200)  # warm-up
     rows = []
@@ -110,7 +111,7 @@ def main() -> int:
     print(
         f"growth ratio t(10k)/t(100) = {growth:.2f} (target <= 1.5; median at 10k target <= 100 µs)"
     )
-    RESULTS.write_text(
+    args.output.write_text(
         "# Benchmark results\n\n"
         "## Per-turn cost (`bench/turn_cost.py`)\n\n"
         "`commit_directives` + `post_turn` per turn, "

@@ -42,19 +42,19 @@ from ._transcript import Transcript, reminder_event
 from ._version import __version__
 
 __all__ = [
-    "ENVELOPE_INSTRUCTIONS",
-    "LIFECYCLE_TOPIC",
     "Authority",
     "Cleared",
     "Committed",
     "Compacted",
     "DeliveryMode",
     "Diagnostic",
+    "ENVELOPE_INSTRUCTIONS",
     "EnvelopeStyle",
     "EventLog",
     "EventRecord",
     "Injected",
     "InstructionsMode",
+    "LIFECYCLE_TOPIC",
     "Message",
     "PostTurn",
     "PrefixBreak",

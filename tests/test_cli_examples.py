@@ -1,0 +1,69 @@
+"""The command line, the example and the benchmark script run end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from agent_reminders import __version__, explain
+from agent_reminders.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def test_explain_prints_the_paragraph() -> None:
+    result = runner.invoke(app, ["explain", "rmd-004"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == explain("RMD-004")
+
+
+def test_explain_unknown_code_is_one_line_and_exit_2() -> None:
+    result = runner.invoke(app, ["explain", "RMD-999"])
+    assert result.exit_code == 2
+    assert "unknown diagnostic code 'RMD-999'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == __version__
+
+
+def test_quickstart_example_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "prefix breaks: [(4, 'message_changed')]" in done.stdout
+    assert "append-only holds" in done.stdout
+
+
+def test_turn_cost_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "results.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "turn_cost.py"),
+            "--turns",
+            "30",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    assert "| 10,000 | 20 |" in text
+    assert "Growth ratio t(10k)/t(100)" in text

@@ -1,0 +1,29 @@
+"""UUIDv7 ids: unique, version 7, and time-ordered even within one millisecond."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from agent_reminders import _ids, new_id
+
+
+def test_ids_are_uuid7_and_sorted() -> None:
+    ids = [new_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    assert ids == sorted(ids)
+    assert {uuid.UUID(i).version for i in ids} == {7}
+    assert {uuid.UUID(i).variant for i in ids} == {uuid.RFC_4122}
+
+
+def test_counter_overflow_advances_the_timestamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    frozen = 1_800_000_000_000 * 1_000_000  # a fixed clock: every id in the same millisecond
+    monkeypatch.setattr(_ids.time, "time_ns", lambda: frozen)
+    monkeypatch.setattr(_ids, "_last_ms", 0)
+    ids = [new_id() for _ in range(5000)]  # more than the 12-bit counter holds
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    stamps = {uuid.UUID(i).int >> 80 for i in ids}
+    assert min(stamps) == 1_800_000_000_000
+    assert max(stamps) > 1_800_000_000_000
