@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from ._errors import ReminderError
 from ._events import EventLog, Kind
-from ._lifecycle import check_log, check_transcript, check_turn
+from ._lifecycle import check_log, check_transcript, check_turn, report_invalid
 from ._model import AUTHORITY_RANK, Message, Reminder
 from ._render import EnvelopeStyle, _check_style, render_directive, render_envelope
 from ._transcript import Transcript
@@ -104,13 +104,7 @@ def commit_directives(
             f"instructions must be one of 'auto', 'always', 'never'; got {instructions!r}",
         )
     log = check_log(event_log)
-    if transcript._invalid:
-        if log is not None:
-            for reported, _ in transcript._invalid:
-                log.lifecycle(
-                    Kind.DROPPED, transcript.id, {"reminder_id": reported, "reason": "invalid"}
-                )
-        transcript = transcript._derive(invalid=())
+    transcript = report_invalid(transcript, log)
 
     fresh = [
         r

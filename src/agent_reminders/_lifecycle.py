@@ -101,6 +101,18 @@ def check_log(value: object) -> EventLog | None:
     return value
 
 
+def report_invalid(transcript: Transcript, log: EventLog | None) -> Transcript:
+    """Report invalid reminder events once (``dropped``) and prune them."""
+    if not transcript._invalid:
+        return transcript
+    if log is not None:
+        for reported, _ in transcript._invalid:
+            log.lifecycle(
+                Kind.DROPPED, transcript.id, {"reminder_id": reported, "reason": "invalid"}
+            )
+    return transcript._derive(invalid=())
+
+
 def _check_source(value: object) -> Source:
     if isinstance(value, str):
         try:
@@ -363,6 +375,7 @@ def compact(
     if custom_compactor is not None and not callable(custom_compactor):
         raise TypeError("custom_compactor must be callable")
     log = check_log(event_log)
+    transcript = report_invalid(transcript, log)
 
     # 1. TTL tick.
     ticked: list[Reminder] = []

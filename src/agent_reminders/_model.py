@@ -166,14 +166,20 @@ class Reminder:
             raise ReminderError("RMD-001", f"id must be a non-blank string; got {self.id!r}")
         if not isinstance(self.body, str) or not self.body.strip():
             raise ReminderError("RMD-001", "body must be a string with non-blank content")
-        if not isinstance(self.tags, tuple):
-            if not isinstance(self.tags, list):
-                raise ReminderError("RMD-001", f"tags must be a list of strings; got {self.tags!r}")
-            set_(self, "tags", tuple(self.tags))
+        if not isinstance(self.tags, tuple | list):
+            raise ReminderError("RMD-001", f"tags must be a list of strings; got {self.tags!r}")
         if not all(isinstance(t, str) and t.strip() for t in self.tags):
             raise ReminderError("RMD-001", f"tags must be non-blank strings; got {self.tags!r}")
-        if self.dedupe_key is not None and not isinstance(self.dedupe_key, str):
-            raise ReminderError("RMD-001", f"dedupe_key must be a string; got {self.dedupe_key!r}")
+        # Normalized like strict options, so every accepted value survives a JSON round trip.
+        tags = tuple(dict.fromkeys(t.strip() for t in self.tags))
+        if tags != self.tags:
+            set_(self, "tags", tags)
+        key = self.dedupe_key
+        if key is not None:
+            if not isinstance(key, str):
+                raise ReminderError("RMD-001", f"dedupe_key must be a string; got {key!r}")
+            if key.strip() != key or not key:
+                set_(self, "dedupe_key", key.strip() or None)
         ttl = self.ttl_turns
         if ttl is not None and (type(ttl) is not int or ttl <= 0):
             raise ReminderError("RMD-001", f"ttl_turns must be a positive int; got {ttl!r}")

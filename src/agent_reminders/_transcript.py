@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from ._errors import ReminderError
 from ._ids import new_id
-from ._messages import validate_message
+from ._messages import copy_json, validate_message
 from ._model import (
     Authority,
     Message,
@@ -213,7 +213,8 @@ class Transcript:
         """The serialized event view: message events, then one ``system_reminder`` per
         pending reminder, then invalid reminder events not yet reported."""
         out: list[dict[str, Any]] = [
-            {"id": f"msg-{i}", "kind": "message", "message": m} for i, m in enumerate(self.messages)
+            {"id": f"msg-{i}", "kind": "message", "message": copy_json(m)}
+            for i, m in enumerate(self.messages)
         ]
         out.extend(_event_for(r.to_dict(), f"evt-{r.id}") for r in self.reminders)
         out.extend(event for _, event in self._invalid)
