@@ -37,11 +37,11 @@ ENVELOPE_INSTRUCTIONS = (
     "answer honestly."
 )
 
-# One committed directive block: bodies are escaped, so the lazy match ends at its own close.
+# One rendered directive: escaped bodies hold no "<", so a match can neither start inside a
+# stray unclosed opening tag nor run past its own closing tag.
 DIRECTIVE_BLOCK = re.compile(
     r'<directive authority="(?:contract|corrective|advisory)"(?: ttl_turns="\d+")?>\n'
-    r".*?\n</directive>",
-    re.DOTALL,
+    r"[^<]*\n</directive>"
 )
 
 # Any opening or closing envelope tag, in any case, with white space or line breaks inside.
