@@ -67,3 +67,17 @@ def test_turn_cost_benchmark_runs(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert "| 10,000 | 20 |" in text
     assert "Growth ratio t(10k)/t(100)" in text
+
+
+def test_readme_example_runs() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    kinds = namespace["log"].records  # type: ignore[attr-defined]
+    assert [r.kind.rsplit(".", 1)[1] for r in kinds] == [
+        "injected",
+        "fired",
+        "iteration_summary",
+        "expired",
+    ]
