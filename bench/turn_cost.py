@@ -48,9 +48,10 @@ def fresh(size: int, messages: list[dict[str, object]]) -> tuple[Transcript, int
 def run(size: int, turns: int) -> list[float]:
     messages = history(size)
     samples: list[float] = []
-    t, turn = fresh(size, messages)
     for i in range(turns):
         if i % BATCH == 0:
+            # Drop the previous batch first: freeing its history must not land in a timed turn.
+            t = committed = aged = None
             t, turn = fresh(size, messages)
         # Untimed: the model answered, and a producer replaced one keyed reminder.
         t = t.append({"role": "assistant", "content": f"answer {i}"})
