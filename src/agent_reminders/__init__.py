@@ -5,6 +5,7 @@ and appended as a new trailing message that is never edited again — so the ser
 N+1 always begins with request N and provider prompt caches stay warm.
 """
 
+from ._config import ReminderOptions, Workspace
 from ._envelope import (
     Committed,
     InstructionsMode,
@@ -38,8 +39,23 @@ from ._render import (
     render_directive,
     render_envelope,
 )
+from ._request import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    Tool,
+    ToolCall,
+    ToolReceipt,
+    ToolResult,
+    Usage,
+)
 from ._transcript import Transcript, reminder_event
 from ._version import __version__
+from .hooks import DispatchResult, Hooks
+from .loop import LoopResult, agent_loop
+from .providers import FireResult, ProviderContext, lint_agent_options
+from .queue import InjectionQueue, QueueError, QueueItem
+from .session import SeamResult, Session
 
 __all__ = [
     "Authority",
@@ -48,23 +64,44 @@ __all__ = [
     "Compacted",
     "DeliveryMode",
     "Diagnostic",
+    "DispatchResult",
     "ENVELOPE_INSTRUCTIONS",
     "EnvelopeStyle",
     "EventLog",
     "EventRecord",
+    "FireResult",
+    "Hooks",
     "Injected",
+    "InjectionQueue",
     "InstructionsMode",
     "LIFECYCLE_TOPIC",
+    "LoopResult",
     "Message",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
     "PostTurn",
     "PrefixBreak",
     "Propagate",
+    "ProviderContext",
+    "QueueError",
+    "QueueItem",
     "Reminder",
     "ReminderError",
+    "ReminderOptions",
     "RoleHint",
+    "SeamResult",
+    "Session",
     "Source",
+    "Tool",
+    "ToolCall",
+    "ToolReceipt",
+    "ToolResult",
     "Transcript",
+    "Usage",
+    "Workspace",
     "__version__",
+    "agent_loop",
     "check_append_only",
     "clear_reminders",
     "commit_directives",
@@ -73,6 +110,7 @@ __all__ = [
     "handoff_reminders",
     "inject_reminder",
     "insert_reminder",
+    "lint_agent_options",
     "lint_reminder_options",
     "neutralize_untrusted",
     "new_id",

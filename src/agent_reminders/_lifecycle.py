@@ -471,9 +471,12 @@ def seed_inherited(
     *,
     sub_agent_id: str,
     event_log: EventLog | None = None,
+    fired_at_turn: int | None = None,
 ) -> Transcript:
     """Add inherited reminders to a child transcript before its first turn.
 
+    ``fired_at_turn`` re-stamps the copies with the child's own turn (the parent's turn
+    numbers mean nothing to the child's TTL clock); ``None`` keeps them as given.
     Events per reminder: ``injected``, then ``inherited``.
     """
     transcript = check_transcript(transcript)
@@ -482,7 +485,10 @@ def seed_inherited(
             "RMD-001", f"sub_agent_id must be a non-blank string; got {sub_agent_id!r}"
         )
     log = check_log(event_log)
+    turn = None if fired_at_turn is None else check_turn(fired_at_turn, "fired_at_turn")
     for reminder in reminders:
+        if turn is not None and isinstance(reminder, Reminder):
+            reminder = reminder._evolve(fired_at_turn=turn)
         done = insert_reminder(transcript, reminder, event_log=log)
         transcript = done.transcript
         if log is not None:

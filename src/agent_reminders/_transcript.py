@@ -66,6 +66,9 @@ class _Log:
 class Transcript:
     """A frozen conversation: durable ``messages`` plus the pending ``reminders`` queue.
 
+    ``audit`` holds audit-only entries (events with ``"visibility": "audit"``, e.g. reminders
+    delivered at ``loop_exit``): part of the record and of the event view, never of a request.
+
     Transforms (``inject_reminder``, ``post_turn``, ``commit_directives`` …) return new
     transcripts; no method changes an existing one.
 
@@ -75,10 +78,11 @@ class Transcript:
         (1, ())
     """
 
-    __slots__ = ("_invalid", "_len", "_log", "_messages", "id", "reminders")
+    __slots__ = ("_invalid", "_len", "_log", "_messages", "audit", "id", "reminders")
 
     id: str
     reminders: tuple[Reminder, ...]
+    audit: tuple[dict[str, Any], ...]
     _log: _Log
     _len: int
     _invalid: tuple[tuple[str, dict[str, Any]], ...]
@@ -108,8 +112,10 @@ class Transcript:
         length: int,
         reminders: tuple[Reminder, ...],
         invalid: tuple[tuple[str, dict[str, Any]], ...],
+        audit: tuple[dict[str, Any], ...] = (),
     ) -> None:
         set_ = object.__setattr__
+        set_(self, "audit", audit)
         set_(self, "id", id)
         set_(self, "_log", log)
         set_(self, "_len", length)
@@ -124,6 +130,7 @@ class Transcript:
         length: int | None = None,
         reminders: tuple[Reminder, ...] | None = None,
         invalid: tuple[tuple[str, dict[str, Any]], ...] | None = None,
+        audit: tuple[dict[str, Any], ...] | None = None,
     ) -> Transcript:
         new = Transcript.__new__(Transcript)
         new._init(
@@ -132,6 +139,7 @@ class Transcript:
             self._len if length is None else length,
             self.reminders if reminders is None else reminders,
             self._invalid if invalid is None else invalid,
+            self.audit if audit is None else audit,
         )
         return new
 
@@ -148,6 +156,7 @@ class Transcript:
             self.id == other.id
             and self.reminders == other.reminders
             and self._invalid == other._invalid
+            and self.audit == other.audit
             and self.messages == other.messages
         )
 
@@ -194,6 +203,10 @@ class Transcript:
         log = _Log(messages)
         return self._derive(log=log, length=len(log.messages))
 
+    def _with_audit(self, event: dict[str, Any]) -> Transcript:
+        """Record an audit-only entry: kept in the event view, never sent to the model."""
+        return self._derive(audit=(*self.audit, event))
+
     def _is_committed(self, reminder_id: str, rendered: str) -> bool:
         log, length = self._log, self._len
         at = log.directive_at.get(reminder_id)
@@ -217,6 +230,7 @@ class Transcript:
             for i, m in enumerate(self.messages)
         ]
         out.extend(_event_for(r.to_dict(), f"evt-{r.id}") for r in self.reminders)
+        out.extend(copy_json(event) for event in self.audit)
         out.extend(event for _, event in self._invalid)
         return out
 
@@ -233,11 +247,14 @@ class Transcript:
         messages: list[Message] = []
         reminders: list[Reminder] = []
         invalid: list[tuple[str, dict[str, Any]]] = []
+        audit: list[dict[str, Any]] = []
         for index, event in enumerate(events):
             if not isinstance(event, Mapping):
                 raise TypeError(f"events[{index}] must be a mapping, not {type(event).__name__}")
             kind = event.get("kind")
-            if kind == "message":
+            if event.get("visibility") == "audit":
+                audit.append(copy_json(event))
+            elif kind == "message":
                 messages.append(validate_message(event.get("message"), f"events[{index}].message"))
             elif kind == "system_reminder":
                 reminder = _lenient_reminder(event.get("reminder"))
@@ -255,7 +272,9 @@ class Transcript:
                     f"events[{index}].kind must be 'message' or 'system_reminder'; got {kind!r}",
                 )
         transcript = cls(reminders=reminders, id=id)
-        return transcript._with_messages(messages)._derive(invalid=tuple(invalid))
+        return transcript._with_messages(messages)._derive(
+            invalid=tuple(invalid), audit=tuple(audit)
+        )
 
     def to_json(self) -> str:
         """Serialize to JSON; ``Transcript.from_json(t.to_json()) == t``."""

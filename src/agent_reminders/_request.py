@@ -1,0 +1,139 @@
+"""Model requests and responses, the Model protocol, and the tool records."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ._model import Message
+
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "Tool",
+    "ToolCall",
+    "ToolReceipt",
+    "ToolResult",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Usage:
+    """Token usage reported for one model call."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, int | None]:
+        """``{input_tokens, output_tokens, cached_input_tokens}``."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Tool:
+    """A tool the model may call: ``fn(**arguments)`` returns a ``str`` or a ``ToolResult``
+    (``fn`` may be sync or async)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    fn: Callable[..., Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"Tool.name must be a non-blank string; got {self.name!r}")
+        if not callable(self.fn):
+            raise TypeError(f"Tool {self.name!r}: fn must be callable")
+        if not isinstance(self.parameters, Mapping):
+            raise TypeError(f"Tool {self.name!r}: parameters must be a JSON-schema mapping")
+
+    def spec(self) -> dict[str, Any]:
+        """The neutral tool description sent in a request."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
+
+    async def call(self, arguments: Mapping[str, Any]) -> Any:
+        """Run ``fn(**arguments)``, awaiting it when it is a coroutine function."""
+        value = self.fn(**arguments)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRequest:
+    """One request to a model: the byte-stable system prompt, the messages (without internal
+    ``directive_ids``), the tool specs, the session id and the turn number."""
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    session_id: str = ""
+    turn: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelResponse:
+    """A model's answer: an assistant ``message`` and optional ``usage``."""
+
+    message: Message
+    usage: Usage | None = None
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that turns a :class:`ModelRequest` into a :class:`ModelResponse`."""
+
+    def __call__(self, request: ModelRequest) -> Awaitable[ModelResponse]: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCall:
+    """A tool call as hooks see it."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResult:
+    """The result of a tool call; ``truncated``/``original_size`` are set when output was cut."""
+
+    content: str
+    ok: bool = True
+    truncated: bool = False
+    original_size: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{content, ok, truncated, original_size}``."""
+        return {
+            "content": self.content,
+            "ok": self.ok,
+            "truncated": self.truncated,
+            "original_size": self.original_size,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolReceipt:
+    """What happened around one tool call: ``reminders`` lists the hook-made reminders
+    (``{reminder_id, tags, dedupe_key, source, role_hint, authority, ttl_turns,
+    deduped_count}``, never the body)."""
+
+    tool_call_id: str
+    tool_name: str
+    ok: bool
+    reminders: tuple[dict[str, Any], ...] = ()

@@ -1,0 +1,334 @@
+"""The agent loop: model calls, tools, seams, provider events and hooks (spec 02 §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from ._model import Message
+from ._render import neutralize_untrusted
+from ._request import Model, ModelRequest, ModelResponse, Tool, ToolCall, ToolReceipt, ToolResult
+from .hooks import Hooks
+from .queue import InjectionQueue
+from .session import ReminderOptions, Session
+
+__all__ = [
+    "Cancel",
+    "LoopResult",
+    "LoopStatus",
+    "Tool",
+    "ToolReceipt",
+    "ToolResult",
+    "agent_loop",
+]
+
+LoopStatus = Literal["completed", "max_iterations", "cancelled"]
+SKIPPED_FOR_INTERRUPT = (
+    "Tool call skipped: a host interrupt arrived before dispatch. Read the new message or "
+    "directive first, then call the tool again if it is still needed."
+)
+SKIPPED_FOR_CANCEL = "Tool call not run: the run was cancelled before dispatch."
+
+
+class Cancel(Protocol):
+    """Anything with ``is_set()`` (an ``anyio.Event``, a ``threading.Event`` …)."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoopResult:
+    """The outcome of :func:`agent_loop`."""
+
+    session: Session
+    final_message: Message | None
+    iterations: int
+    requests: tuple[ModelRequest, ...]
+    status: LoopStatus
+    receipts: tuple[ToolReceipt, ...]
+
+
+class _CancelledError(Exception):
+    """Raised at a seam when ``cancel`` is set; never leaves :func:`agent_loop`."""
+
+
+def command_of(arguments: Mapping[str, Any]) -> str | None:
+    """The ``command`` (or ``cmd``) argument as a string; a list is joined with spaces."""
+    for key in ("command", "cmd"):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list | tuple):
+            return " ".join(str(v) for v in value)
+    return None
+
+
+def _as_result(value: object) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=value)
+    raise TypeError(f"a tool must return a str or a ToolResult, not {type(value).__name__}")
+
+
+def _truncate(result: ToolResult, limit: int | None) -> ToolResult:
+    if limit is None or len(result.content) <= limit:
+        return result
+    return ToolResult(
+        content=result.content[:limit],
+        ok=result.ok,
+        truncated=True,
+        original_size=result.original_size or len(result.content),
+    )
+
+
+def _calls(message: Message) -> list[ToolCall]:
+    return [
+        ToolCall(id=c["id"], name=c["name"], arguments=dict(c["arguments"]))
+        for c in message.get("tool_calls") or []
+    ]
+
+
+class _Run:
+    """The state of one ``agent_loop`` call."""
+
+    def __init__(
+        self,
+        session: Session,
+        model: Model,
+        tools: Sequence[Tool],
+        hooks: Hooks | None,
+        queue: InjectionQueue,
+        context_window: int | None,
+        max_tool_output: int | None,
+        cancel: Cancel | None,
+    ) -> None:
+        self.session = session
+        self.model = model
+        self.tools = {t.name: t for t in tools}
+        self.specs = tuple(t.spec() for t in tools)
+        self.hooks = hooks
+        self.queue = queue
+        self.context_window = context_window
+        self.max_tool_output = max_tool_output
+        self.cancel = cancel
+        self.requests: list[ModelRequest] = []
+        self.receipts: list[ToolReceipt] = []
+
+    def event(self, name: str, payload: Mapping[str, Any]) -> None:
+        if self.hooks is not None:
+            self.hooks.dispatch(name, payload, session=self.session)
+        else:
+            self.session.fire(name, payload)
+
+    def seam(self, name: str, iteration: int, *, pending_tools: bool = False) -> bool:
+        if name != "loop_exit" and self.cancel is not None and self.cancel.is_set():
+            raise _CancelledError
+        done = self.session.run_seam(
+            name, queue=self.queue, iteration=iteration, pending_tools=pending_tools
+        )
+        return done.dispatch_skipped
+
+    def tool_message(self, call: ToolCall, content: str) -> None:
+        self.session.append(
+            {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+        )
+
+    async def run_tool(self, call: ToolCall) -> None:
+        session = self.session
+        receipts: list[dict[str, Any]] = []
+        blocked: str | None = None
+        if self.hooks is not None:
+            actions, receipts = self.hooks.run_pre(call, session)
+            for action in actions:
+                if action["action"] in ("block", "deny"):
+                    blocked = str(action.get("reason") or "blocked by a hook")
+                elif action["action"] == "modify" and isinstance(action.get("arguments"), Mapping):
+                    call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
+        tool = self.tools.get(call.name)
+        if blocked is not None:
+            result = ToolResult(content=f"Tool call blocked: {blocked}", ok=False)
+        elif tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            result = ToolResult(
+                content=f"Unknown tool {call.name!r}; available: {known}.", ok=False
+            )
+        else:
+            try:
+                result = _as_result(await tool.call(call.arguments))
+            except Exception as exc:  # a failing tool is a result the model can act on
+                result = ToolResult(
+                    content=f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", ok=False
+                )
+        result = _truncate(result, self.max_tool_output)
+        if self.hooks is not None:
+            result, more = self.hooks.run_post(call, result, session)
+            receipts.extend(more)
+        result = ToolResult(
+            content=neutralize_untrusted(result.content),
+            ok=result.ok,
+            truncated=result.truncated,
+            original_size=result.original_size,
+        )
+        self.tool_message(call, result.content)
+        self.event(
+            "post_tool_use",
+            {
+                "tool_name": call.name,
+                "arguments": dict(call.arguments),
+                "command": command_of(call.arguments),
+                "result": result.to_dict(),
+            },
+        )
+        self.receipts.append(
+            ToolReceipt(
+                tool_call_id=call.id, tool_name=call.name, ok=result.ok, reminders=tuple(receipts)
+            )
+        )
+
+    async def iterate(self, turn: int) -> Message | None:
+        """One iteration; returns the final message when the model made no tool call."""
+        session = self.session
+        self.seam("iteration_start", turn)
+        request = session.prepare_request(turn=turn, tools=self.specs)
+        self.requests.append(request)
+        response = await self.model(request)
+        if not isinstance(response, ModelResponse):
+            raise TypeError(f"the model returned {type(response).__name__}, not a ModelResponse")
+        message = response.message
+        session.append(message)
+        self.event(
+            "on_budget_threshold",
+            {
+                "usage": None if response.usage is None else response.usage.to_dict(),
+                "context_window": self.context_window,
+                "model": getattr(self.model, "name", None) or type(self.model).__name__,
+            },
+        )
+        calls = _calls(message)
+        try:
+            skipped = self.seam("pre_tool_dispatch", turn, pending_tools=bool(calls))
+        except _CancelledError:
+            for call in calls:
+                self.tool_message(call, SKIPPED_FOR_CANCEL)
+            raise
+        for call in calls:
+            if skipped:
+                self.tool_message(call, SKIPPED_FOR_INTERRUPT)
+                self.receipts.append(
+                    ToolReceipt(tool_call_id=call.id, tool_name=call.name, ok=False)
+                )
+            else:
+                await self.run_tool(call)
+        self.seam("post_tool_dispatch", turn)
+        self.event(
+            "post_step",
+            {
+                "iteration": turn,
+                "tool_calls": [
+                    {
+                        "tool_name": c.name,
+                        "arguments": dict(c.arguments),
+                        "command": command_of(c.arguments),
+                    }
+                    for c in calls
+                ],
+                "dispatch_skipped": skipped,
+            },
+        )
+        self.seam("iteration_end", turn)
+        session.post_turn(turn)
+        if calls:
+            return None
+        self.event("post_agent_turn", {"iteration": turn, "final_message": message})
+        return message
+
+
+async def agent_loop(
+    model: Model,
+    task: str | list[dict[str, Any]] | None,
+    *,
+    system: str = "",
+    tools: Iterable[Tool] = (),
+    session: Session | None = None,
+    reminders: bool | Mapping[str, Any] | ReminderOptions = True,
+    hooks: Hooks | None = None,
+    queue: InjectionQueue | None = None,
+    max_iterations: int = 25,
+    context_window: int | None = None,
+    max_tool_output: int | None = None,
+    event_log: Any = None,
+    cancel: Cancel | None = None,
+) -> LoopResult:
+    """Run the model until it answers without tool calls, with reminders at every seam.
+
+    ``task`` is appended as a user message (``None`` continues the session as it is). One
+    iteration: seam ``iteration_start`` → request → model → ``on_budget_threshold`` → seam
+    ``pre_tool_dispatch`` (an interrupt skips the tool batch) → tools with hooks and
+    ``post_tool_use`` → seam ``post_tool_dispatch`` → ``post_step`` → seam ``iteration_end`` →
+    ``post_turn`` → (no tool calls) ``post_agent_turn`` and stop. ``session_start`` fires once
+    per session; seam ``loop_exit`` runs however the loop ends.
+
+    Example:
+        >>> import anyio
+        >>> from agent_reminders.testing import ScriptedModel
+        >>> model = ScriptedModel([{"content": "done"}])
+        >>> result = anyio.run(agent_loop, model, "hi")
+        >>> result.status, result.final_message["content"]
+        ('completed', 'done')
+    """
+    if type(max_iterations) is not int or max_iterations < 1:
+        raise ValueError(f"max_iterations must be an int >= 1; got {max_iterations!r}")
+    for name, value in (("context_window", context_window), ("max_tool_output", max_tool_output)):
+        if value is not None and (type(value) is not int or value <= 0):
+            raise ValueError(f"{name} must be a positive int or None; got {value!r}")
+    if session is None:
+        session = Session(system=system, reminders=reminders, event_log=event_log)
+    elif not isinstance(session, Session):
+        raise TypeError(f"session must be a Session, not {type(session).__name__}")
+    tool_list = list(tools)
+    for tool in tool_list:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"tools must be Tool values, not {type(tool).__name__}")
+    if len({t.name for t in tool_list}) != len(tool_list):
+        raise ValueError("tool names must be unique")
+    run = _Run(
+        session,
+        model,
+        tool_list,
+        hooks,
+        queue or session.queue,
+        context_window,
+        max_tool_output,
+        cancel,
+    )
+    if task is not None:
+        session.append({"role": "user", "content": task if isinstance(task, str) else list(task)})
+    if not session.started:
+        session.started = True
+        run.event("session_start", {"task": task if isinstance(task, str) else None})
+    status: LoopStatus = "completed"
+    final: Message | None = None
+    iterations = 0
+    try:
+        while True:
+            if iterations >= max_iterations:
+                status = "max_iterations"
+                break
+            iterations += 1
+            final = await run.iterate(session.turn)
+            if final is not None:
+                break
+    except _CancelledError:
+        status = "cancelled"
+    finally:
+        run.seam("loop_exit", session.turn)
+    return LoopResult(
+        session=session,
+        final_message=final,
+        iterations=len(run.requests),
+        requests=tuple(run.requests),
+        status=status,
+        receipts=tuple(run.receipts),
+    )

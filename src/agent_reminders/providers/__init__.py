@@ -1,0 +1,15 @@
+"""Reminder providers: the registry, the evaluation context and the canonical providers."""
+
+from .base import EVENTS, FireResult, ProviderContext, ProviderSpec, normalize_event
+from .registry import CANONICAL_PROVIDERS, ProviderRegistry, lint_agent_options
+
+__all__ = [
+    "CANONICAL_PROVIDERS",
+    "EVENTS",
+    "FireResult",
+    "ProviderContext",
+    "ProviderRegistry",
+    "ProviderSpec",
+    "lint_agent_options",
+    "normalize_event",
+]

@@ -1,0 +1,112 @@
+"""Provider types: the evaluation context, provider records and event names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._config import ReminderOptions, Workspace
+
+__all__ = [
+    "EVENTS",
+    "FireResult",
+    "Provider",
+    "ProviderContext",
+    "ProviderResult",
+    "ProviderSpec",
+    "normalize_event",
+]
+
+EVENTS: tuple[str, ...] = (
+    "session_start",
+    "on_budget_threshold",
+    "session_idle",
+    "post_tool_use",
+    "post_step",
+    "post_agent_turn",
+    "post_compact",
+    "worker_resumed",
+)
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+# What evaluate() may return: None, a reminder mapping, {"reminder": {...}}, or a list of those.
+ProviderResult = Mapping[str, Any] | list[Mapping[str, Any]] | None
+
+
+def normalize_event(name: object) -> str:
+    """Return the snake_case event name; PascalCase spellings are accepted.
+
+    Raises:
+        ValueError: not one of the provider events.
+
+    Example:
+        >>> normalize_event("PostToolUse")
+        'post_tool_use'
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"event must be a string naming one of {', '.join(EVENTS)}; got {name!r}")
+    snake = name if "_" in name or name.islower() else _CAMEL.sub("_", name).lower()
+    if snake not in EVENTS:
+        raise ValueError(f"unknown provider event {name!r}; expected one of {', '.join(EVENTS)}")
+    return snake
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProviderContext:
+    """What a provider's ``evaluate(ctx)`` receives.
+
+    Attributes:
+        event: The snake_case event name being fired.
+        session_id: The session's id.
+        payload: The event payload (read-only by convention).
+        options: The session's reminder options.
+        config: ``options.config[provider_id]`` or ``None``.
+        turn: The number of the next request (``session.turn``).
+        workspace: The session's workspace anchor, if any.
+    """
+
+    event: str
+    session_id: str
+    payload: Mapping[str, Any]
+    options: ReminderOptions
+    config: Mapping[str, Any] | None
+    turn: int = 0
+    workspace: Workspace | None = None
+
+
+Evaluate = Callable[[ProviderContext], ProviderResult]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProviderSpec:
+    """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``."""
+
+    id: str
+    subscribes_to: tuple[str, ...]
+    evaluate: Evaluate
+    canonical: bool = False
+    description: str = field(default="", compare=False)
+
+
+Provider = ProviderSpec
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FireResult:
+    """What one ``session.fire`` did.
+
+    ``reports`` are ``{provider, reminder_id, deduped_count, body_bytes}`` per injected
+    reminder; ``skipped_reports`` are ``{provider, reason, reminder_id?, body_bytes?}`` with
+    ``reason`` ``"reminder_iteration_budget_exceeded"`` or ``"unchanged_durable_reminder"``.
+    """
+
+    fired_count: int = 0
+    reports: tuple[dict[str, Any], ...] = ()
+    skipped_count: int = 0
+    skipped_reports: tuple[dict[str, Any], ...] = ()
+    budget_bytes: int = 0
+    used_body_bytes: int = 0

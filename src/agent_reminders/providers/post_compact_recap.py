@@ -1,0 +1,62 @@
+"""Canonical provider ``post_compact_recap``: a durable recap after compaction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import ProviderContext, ProviderSpec
+
+__all__ = ["PROVIDER", "evaluate"]
+
+
+def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
+    """Fire when payload ``archived_messages`` is an ``int`` greater than zero.
+
+    The body is a pure function of the payload, so an identical second compaction report gives
+    an identical reminder, which the session recognizes as an unchanged durable reminder.
+
+    Args:
+        ctx: The evaluation context; the payload carries ``archived_messages`` and
+            optionally ``summary``.
+
+    Returns:
+        One durable reminder mapping, or ``None`` when nothing was archived.
+    """
+    payload = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    archived = payload.get("archived_messages")
+    # bool is an int subclass but not a count.
+    if type(archived) is not int or archived <= 0:
+        return None
+    noun = "message was" if archived == 1 else "messages were"
+    summary = payload.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        body = (
+            f"The conversation was compacted: {archived} earlier {noun} archived. "
+            f"Recap of the archived part: {summary.strip()}"
+        )
+    else:
+        body = (
+            f"The conversation was compacted: {archived} earlier {noun} archived and no "
+            "recap was provided. Do not rely on details from before the compaction without "
+            "checking them again."
+        )
+    return {
+        "body": body,
+        "tags": ["recap"],
+        "dedupe_key": "post_compact_recap",
+        "ttl_turns": None,  # lives until the next recap replaces it
+        "preserve_on_compact": True,
+        "propagate": "session",
+        "role_hint": "system",
+        "authority": "contract",
+    }
+
+
+PROVIDER = ProviderSpec(
+    id="post_compact_recap",
+    subscribes_to=("post_compact",),
+    evaluate=evaluate,
+    canonical=True,
+    description="After compaction, restates the recap or how many messages were archived.",
+)

@@ -1,0 +1,69 @@
+"""Canonical provider ``tool_output_truncated``: say when a tool result was cut short."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import ProviderContext, ProviderSpec
+
+__all__ = ["PROVIDER", "evaluate"]
+
+_UNKNOWN_TOOL = "unknown"
+
+
+def _size(value: object) -> int | None:
+    # bool is an int subclass but not a size.
+    if type(value) is int and value >= 0:
+        return value
+    return None
+
+
+def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
+    """Fire when payload ``truncated`` or ``result["truncated"]`` is ``True``.
+
+    Args:
+        ctx: The evaluation context; the payload carries ``tool_name``, ``truncated``,
+            ``original_size`` and/or ``result``.
+
+    Returns:
+        One reminder mapping keyed per tool, or ``None`` when nothing was truncated.
+    """
+    payload = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    raw_result = payload.get("result")
+    result = raw_result if isinstance(raw_result, Mapping) else {}
+    # Only a literal True counts: a truthy string or number is not evidence of truncation.
+    if payload.get("truncated") is not True and result.get("truncated") is not True:
+        return None
+
+    name = payload.get("tool_name")
+    tool = name.strip() if isinstance(name, str) and name.strip() else _UNKNOWN_TOOL
+    size = _size(payload.get("original_size"))
+    if size is None:
+        size = _size(result.get("original_size"))
+    size_text = f"{size} characters" if size is not None else "unknown size"
+
+    body = (
+        f"The output of tool '{tool}' was truncated (original output: {size_text}); only part "
+        "of it was shown. Do not assume what the missing part says: read the rest in smaller "
+        "pieces or narrow the query."
+    )
+    return {
+        "body": body,
+        "tags": ["truncation"],
+        "dedupe_key": f"tool_output_truncated:{tool}",
+        "ttl_turns": 1,
+        "preserve_on_compact": False,
+        "propagate": "none",
+        "role_hint": "system",
+        "authority": "contract",
+    }
+
+
+PROVIDER = ProviderSpec(
+    id="tool_output_truncated",
+    subscribes_to=("post_tool_use",),
+    evaluate=evaluate,
+    canonical=True,
+    description="Says when a tool's output was truncated and how to read the rest.",
+)

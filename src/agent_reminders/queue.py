@@ -1,0 +1,390 @@
+"""The injection queue: user messages and reminders pushed by a host, drained at loop seams.
+
+Items wait in FIFO order until a seam that serves their delivery mode drains them (spec 02 §4).
+The queue never merges items; dedupe happens in the transcript when a reminder is injected.
+Validation of reminder payloads follows the bridge rules (spec 04 §3), so the bridge can sit on
+this queue unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._errors import ReminderError
+from ._ids import IdFactory, new_id
+from ._model import AUTHORITY_RANK, Authority, DeliveryMode, Propagate, RoleHint
+
+__all__ = [
+    "MODE_ALIASES",
+    "REMINDER_PAYLOAD_KEYS",
+    "SEAMS",
+    "InjectionQueue",
+    "QueueError",
+    "QueueItem",
+    "normalize_mode",
+    "validate_reminder_payload",
+]
+
+MODE_ALIASES: dict[str, DeliveryMode] = {
+    "interrupt_immediate": DeliveryMode.INTERRUPT_IMMEDIATE,
+    "interrupt": DeliveryMode.INTERRUPT_IMMEDIATE,
+    "finish_step": DeliveryMode.FINISH_STEP,
+    "steer": DeliveryMode.FINISH_STEP,
+    "after_current_operation": DeliveryMode.FINISH_STEP,
+    "audit_only": DeliveryMode.AUDIT_ONLY,
+    "queue": DeliveryMode.AUDIT_ONLY,
+    "wait_for_completion": DeliveryMode.AUDIT_ONLY,
+}
+
+_NOW = frozenset({DeliveryMode.INTERRUPT_IMMEDIATE})
+_STEP = frozenset({DeliveryMode.INTERRUPT_IMMEDIATE, DeliveryMode.FINISH_STEP})
+
+# seam -> the delivery modes it drains (spec 02 §4).
+SEAMS: dict[str, frozenset[DeliveryMode]] = {
+    "iteration_start": _STEP,
+    "pre_tool_dispatch": _NOW,
+    "post_tool_dispatch": _STEP,
+    "iteration_end": _STEP,
+    "daemon_idle_pre": _NOW,
+    "daemon_idle_post": _NOW,
+    "loop_exit": frozenset({DeliveryMode.AUDIT_ONLY}),
+}
+
+REMINDER_PAYLOAD_KEYS: frozenset[str] = frozenset(
+    {
+        "id",
+        "body",
+        "tags",
+        "dedupe_key",
+        "ttl_turns",
+        "preserve_on_compact",
+        "propagate",
+        "role_hint",
+        "authority",
+        "fired_at_turn",
+        "source",
+        "_meta",
+    }
+)
+DEFAULT_MAX_BODY_BYTES = 16384
+
+
+class QueueError(ValueError):
+    """A queue operation that cannot be done; ``reason`` is a stable machine-readable word.
+
+    Reasons: ``already_delivered``, ``unknown_reminder_id``, ``missing_reminder_id``,
+    ``queue_full``.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueItem:
+    """One queued item: ``kind`` (``"user"`` or ``"reminder"``), ``id``, ``mode``, ``payload``.
+
+    A reminder's payload holds the validated reminder fields (snake_case); a user item's payload
+    is ``{"content": ...}``.
+    """
+
+    kind: Literal["user", "reminder"]
+    id: str
+    mode: DeliveryMode
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+def normalize_mode(mode: object) -> DeliveryMode:
+    """Resolve a delivery mode or alias; ``None`` means ``finish_step``.
+
+    Raises:
+        ReminderError: ``RMD-002`` for anything else.
+    """
+    if mode is None:
+        return DeliveryMode.FINISH_STEP
+    if isinstance(mode, str) and mode in MODE_ALIASES:
+        return MODE_ALIASES[mode]
+    allowed = ", ".join(sorted(MODE_ALIASES))
+    raise ReminderError("RMD-002", f"mode must be one of {allowed}; got {mode!r}")
+
+
+def _bad(message: str, code: str = "RMD-002") -> ReminderError:
+    return ReminderError(code, message)
+
+
+def validate_reminder_payload(
+    payload: object,
+    *,
+    grant: Authority = Authority.CONTRACT,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> dict[str, Any]:
+    """Validate a pushed reminder (spec 04 §3, first failure wins) and return its fields.
+
+    The result has every reminder field (snake_case) with defaults filled in; ``source`` is
+    always ``bridge``; a missing ``authority`` takes ``grant``; ``id`` is kept when given.
+
+    Raises:
+        ReminderError: ``RMD-002`` (shape), ``RMD-001`` (unknown keys), ``RMD-005``
+            (``propagate``), ``RMD-009`` (authority above ``grant``).
+    """
+    if not isinstance(payload, Mapping):
+        raise _bad(f"a reminder must be an object; got {type(payload).__name__}")
+    unknown = sorted(str(k) for k in payload if k not in REMINDER_PAYLOAD_KEYS)
+    if "content" in unknown:
+        raise _bad("reminders take 'body', not a user message's 'content'")
+    if unknown:
+        raise _bad(f"unknown option(s): {', '.join(unknown)}", "RMD-001")
+    meta = payload.get("_meta")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise _bad(f"_meta must be an object; got {type(meta).__name__}")
+    ttl = payload.get("ttl_turns")
+    if ttl is not None and (type(ttl) is not int or ttl <= 0):
+        raise _bad(f"ttl_turns must be an integer > 0; got {ttl!r}")
+    turn = payload.get("fired_at_turn")
+    if turn is not None and (type(turn) is not int or turn < 0):
+        raise _bad(f"fired_at_turn must be an integer >= 0; got {turn!r}")
+    source = payload.get("source")
+    if source is not None and source != "bridge":
+        raise _bad(f"source must be 'bridge' for pushed reminders; got {source!r}")
+    propagate = payload.get("propagate")
+    if propagate is not None and propagate not in {p.value for p in Propagate}:
+        raise _bad(f"propagate must be one of all, session, none; got {propagate!r}", "RMD-005")
+    role_hint = payload.get("role_hint")
+    if role_hint is not None and role_hint not in {r.value for r in RoleHint}:
+        allowed = ", ".join(r.value for r in RoleHint)
+        raise _bad(f"role_hint must be one of {allowed}; got {role_hint!r}")
+    authority = payload.get("authority")
+    if authority is not None and authority not in {a.value for a in Authority}:
+        raise _bad(f"authority must be one of contract, corrective, advisory; got {authority!r}")
+    wanted = Authority(authority) if authority is not None else grant
+    if AUTHORITY_RANK[wanted] < AUTHORITY_RANK[grant]:
+        raise _bad(
+            f"authority {wanted.value!r} is above this source's grant {grant.value!r}", "RMD-009"
+        )
+    tags = payload.get("tags")
+    if tags is not None and (
+        not isinstance(tags, list | tuple)
+        or not all(isinstance(t, str) and t.strip() for t in tags)
+    ):
+        raise _bad(f"tags must be a list of non-blank strings; got {tags!r}")
+    body = payload.get("body")
+    if not isinstance(body, str) or not body.strip():
+        raise _bad("body is missing or blank")
+    if len(body.encode()) > max_body_bytes:
+        raise _bad(f"body is {len(body.encode())} bytes; the limit is {max_body_bytes}")
+    key = payload.get("dedupe_key")
+    if key is not None and not isinstance(key, str):
+        raise _bad(f"dedupe_key must be a string; got {key!r}")
+    preserve = payload.get("preserve_on_compact")
+    if preserve is not None and type(preserve) is not bool:
+        raise _bad(f"preserve_on_compact must be a boolean; got {preserve!r}")
+    rid = payload.get("id")
+    if rid is not None and (not isinstance(rid, str) or not rid.strip()):
+        raise _bad(f"id must be a non-blank string; got {rid!r}")
+    return {
+        "id": rid,
+        "body": body,
+        "tags": list(dict.fromkeys(t.strip() for t in tags or ())),
+        "dedupe_key": (key.strip() or None) if key is not None else None,
+        "ttl_turns": ttl,
+        "preserve_on_compact": bool(preserve),
+        "propagate": propagate or Propagate.SESSION.value,
+        "role_hint": role_hint or RoleHint.SYSTEM.value,
+        "authority": wanted.value,
+        "source": "bridge",
+        "fired_at_turn": turn or 0,
+        "_meta": dict(meta) if meta is not None else None,
+    }
+
+
+def _check_content(content: object) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        if not content.strip():
+            raise _bad("content is blank")
+        return content
+    if (
+        isinstance(content, Sequence)
+        and content
+        and all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in content)
+    ):
+        return [dict(b) for b in content]
+    raise _bad("content must be a non-blank string or a non-empty list of content blocks")
+
+
+class InjectionQueue:
+    """A FIFO of host-pushed user messages and reminders, each with a delivery mode.
+
+    Example:
+        >>> q = InjectionQueue()
+        >>> rid = q.remind({"body": "CI is red on main"}, mode="steer")
+        >>> [row["mode"] for row in q.pending()]
+        ['finish_step']
+        >>> [item.id for item in q.drain("iteration_start")] == [rid]
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        max_authority: Authority | str = Authority.CONTRACT,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_pending: int | None = None,
+        id_factory: IdFactory | None = None,
+    ) -> None:
+        try:
+            self.max_authority = Authority(max_authority)
+        except ValueError:
+            raise ReminderError(
+                "RMD-001",
+                f"max_authority must be contract, corrective or advisory; got {max_authority!r}",
+            ) from None
+        if type(max_body_bytes) is not int or max_body_bytes <= 0:
+            raise ReminderError(
+                "RMD-001", f"max_body_bytes must be an int > 0; got {max_body_bytes!r}"
+            )
+        if max_pending is not None and (type(max_pending) is not int or max_pending <= 0):
+            raise ReminderError("RMD-001", f"max_pending must be an int > 0; got {max_pending!r}")
+        self.max_body_bytes = max_body_bytes
+        self.max_pending = max_pending
+        self._new_id = id_factory or new_id
+        self._lock = threading.Lock()
+        self._items: list[QueueItem] = []
+        self._delivered: set[str] = set()
+        self._revoked: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _push(self, item: QueueItem) -> str:
+        with self._lock:
+            if (
+                item.id in self._delivered
+                or item.id in self._revoked
+                or any(i.id == item.id for i in self._items)
+            ):
+                raise _bad(f"id {item.id!r} was already used in this session")
+            if self.max_pending is not None and len(self._items) >= self.max_pending:
+                raise QueueError("queue_full", f"the queue holds {self.max_pending} items already")
+            self._items.append(item)
+        return item.id
+
+    def remind(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        mode: str | None = None,
+        grant: Authority | str | None = None,
+    ) -> str:
+        """Queue a reminder; returns its id (the caller's ``id`` when given).
+
+        ``grant`` lowers the authority allowed for this call (a bridge token's
+        ``max_authority``); it can never exceed the queue's own ``max_authority``.
+        """
+        limit = self.max_authority
+        if grant is not None:
+            asked = Authority(grant)
+            if AUTHORITY_RANK[asked] > AUTHORITY_RANK[limit]:
+                limit = asked
+        fields = validate_reminder_payload(payload, grant=limit, max_body_bytes=self.max_body_bytes)
+        resolved = normalize_mode(mode)
+        fields["id"] = fields["id"] or self._new_id()
+        return self._push(
+            QueueItem(kind="reminder", id=fields["id"], mode=resolved, payload=fields)
+        )
+
+    def inject(self, content: str | list[dict[str, Any]], *, mode: str | None = None) -> str:
+        """Queue a user message (a string or content blocks); returns its id."""
+        checked = _check_content(content)
+        resolved = normalize_mode(mode)
+        return self._push(
+            QueueItem(kind="user", id=self._new_id(), mode=resolved, payload={"content": checked})
+        )
+
+    def pending(self) -> list[dict[str, Any]]:
+        """The queued items in FIFO order as rows (spec 04 §3), ``position`` from 0."""
+        with self._lock:
+            items = list(self._items)
+        return [_row(item, position) for position, item in enumerate(items)]
+
+    def revoke(self, reminder_id: str) -> str:
+        """Remove a queued reminder: ``"revoked"``, or ``"already_revoked"`` when repeated.
+
+        Raises:
+            QueueError: ``reason`` ``already_delivered``, ``unknown_reminder_id`` or
+                ``missing_reminder_id``.
+        """
+        if not isinstance(reminder_id, str) or not reminder_id.strip():
+            raise QueueError("missing_reminder_id", "reminderId is missing or blank")
+        with self._lock:
+            if reminder_id in self._revoked:
+                return "already_revoked"
+            if reminder_id in self._delivered:
+                raise QueueError(
+                    "already_delivered", f"reminder {reminder_id!r} was already delivered"
+                )
+            for index, item in enumerate(self._items):
+                if item.id == reminder_id and item.kind == "reminder":
+                    del self._items[index]
+                    self._revoked.add(reminder_id)
+                    return "revoked"
+        raise QueueError("unknown_reminder_id", f"no reminder {reminder_id!r} in this session")
+
+    def drain(self, seam: str) -> list[QueueItem]:
+        """Take the items whose mode ``seam`` serves, FIFO, leaving the rest in order.
+
+        Raises:
+            ValueError: unknown seam.
+        """
+        modes = SEAMS.get(seam) if isinstance(seam, str) else None
+        if modes is None:
+            raise ValueError(f"unknown seam {seam!r}; expected one of {', '.join(SEAMS)}")
+        with self._lock:
+            taken = [i for i in self._items if i.mode in modes]
+            if taken:
+                self._items = [i for i in self._items if i.mode not in modes]
+                self._delivered.update(i.id for i in taken)
+        return taken
+
+    @property
+    def delivered_ids(self) -> frozenset[str]:
+        """Ids drained so far (remembered for the life of the session)."""
+        return frozenset(self._delivered)
+
+    @property
+    def revoked_ids(self) -> frozenset[str]:
+        """Ids revoked so far (remembered for the life of the session)."""
+        return frozenset(self._revoked)
+
+
+def _row(item: QueueItem, position: int) -> dict[str, Any]:
+    if item.kind == "user":
+        return {
+            "kind": "user",
+            "id": item.id,
+            "messageId": item.id,
+            "mode": item.mode.value,
+            "position": position,
+            "content": item.payload["content"],
+        }
+    p = item.payload
+    return {
+        "kind": "reminder",
+        "id": item.id,
+        "reminderId": item.id,
+        "mode": item.mode.value,
+        "position": position,
+        "body": p["body"],
+        "tags": list(p["tags"]),
+        "dedupeKey": p["dedupe_key"],
+        "ttlTurns": p["ttl_turns"],
+        "preserveOnCompact": p["preserve_on_compact"],
+        "propagate": p["propagate"],
+        "roleHint": p["role_hint"],
+        "authority": p["authority"],
+        "source": p["source"],
+        "firedAtTurn": p["fired_at_turn"],
+    }

@@ -1,0 +1,488 @@
+"""Session: the stateful owner of one conversation and its reminders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
+from ._envelope import InstructionsMode, commit_directives
+from ._errors import ReminderError
+from ._events import EventLog, Kind
+from ._ids import new_id
+from ._lifecycle import (
+    Cleared,
+    Compacted,
+    Injected,
+    PostTurn,
+    check_turn,
+    clear_reminders,
+    compact,
+    handoff_reminders,
+    insert_reminder,
+    post_turn,
+    seed_inherited,
+)
+from ._messages import validate_message
+from ._model import Authority, Message, Propagate, Reminder, RoleHint, Source
+from ._options import ParsedOptions, parse_reminder_options
+from ._render import EnvelopeStyle, _check_style, neutralize_untrusted, render_directive
+from ._request import ModelRequest
+from ._transcript import Transcript, reminder_event
+from .providers.base import FireResult, ProviderContext, normalize_event
+from .providers.registry import ProviderRegistry, normalize_results
+from .queue import SEAMS, InjectionQueue, QueueItem
+
+__all__ = ["ReminderOptions", "SeamResult", "Session", "Workspace"]
+
+CHECKPOINT = "loop.checkpoint"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SeamResult:
+    """What one seam delivered; ``dispatch_skipped`` is true when an interrupt drained at
+    ``pre_tool_dispatch`` skips the pending tool batch."""
+
+    seam: str
+    delivered: tuple[QueueItem, ...]
+    dispatch_skipped: bool
+
+
+def _strip(message: Message) -> Message:
+    if "directive_ids" not in message:
+        return message
+    out = dict(message)
+    del out["directive_ids"]
+    return out  # type: ignore[return-value]
+
+
+def _neutralize_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return neutralize_untrusted(content)
+    return [
+        {**b, "text": neutralize_untrusted(b["text"])} if isinstance(b.get("text"), str) else b
+        for b in content
+    ]
+
+
+class Session:
+    """The stateful owner of one conversation: transcript, queue, providers and event log.
+
+    Every request goes through ``commit_directives``, so request N+1 begins with request N;
+    the system prompt never changes. Everything that creates a reminder through the session
+    stamps ``fired_at_turn = session.turn`` (the request that will first show it).
+
+    Example:
+        >>> s = Session(system="You are terse.")
+        >>> s.append({"role": "user", "content": "hi"})
+        >>> _ = s.inject({"body": "Answer in one line.", "ttl_turns": 1})
+        >>> req = s.prepare_request()
+        >>> (req.turn, s.turn, len(req.messages))
+        (0, 1, 2)
+    """
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        system: str = "",
+        agent_id: str | None = None,
+        event_log: EventLog | None = None,
+        reminders: bool | Mapping[str, Any] | ReminderOptions = True,
+        store: object = None,
+        generators: object = None,
+        workspace: Mapping[str, Any] | None = None,
+        envelope_style: EnvelopeStyle = "context_directives",
+        envelope_instructions: InstructionsMode = "auto",
+    ) -> None:
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise ReminderError(
+                "RMD-001", f"session_id must be a non-blank string; got {session_id!r}"
+            )
+        if not isinstance(system, str):
+            raise TypeError(f"system must be a str, not {type(system).__name__}")
+        if agent_id is not None and (not isinstance(agent_id, str) or not agent_id.strip()):
+            raise ReminderError("RMD-001", f"agent_id must be a non-blank string; got {agent_id!r}")
+        if event_log is not None and not isinstance(event_log, EventLog):
+            raise TypeError(f"event_log must be an EventLog, not {type(event_log).__name__}")
+        if generators is not None:
+            raise TypeError("generators must be None until a GeneratorRegistry is passed")
+        if envelope_instructions not in ("auto", "always", "never"):
+            raise ReminderError(
+                "RMD-001",
+                "envelope_instructions must be 'auto', 'always' or 'never'; "
+                f"got {envelope_instructions!r}",
+            )
+        self.id: str = session_id or new_id()
+        self.agent_id: str = agent_id or self.id
+        self._system = system
+        base = event_log if event_log is not None else EventLog()
+        self.event_log: EventLog = base.bind(
+            session_id=self.id, task_id=base.task_id, agent_id=self.agent_id
+        )
+        self.reminder_options: ReminderOptions = parse_reminder_config(reminders)
+        self.workspace: Workspace | None = parse_workspace(workspace)
+        self.envelope_style: EnvelopeStyle = _check_style(envelope_style)
+        self.envelope_instructions: InstructionsMode = envelope_instructions
+        self.store = store
+        self.generators = generators
+        self.providers = ProviderRegistry()
+        self.queue = InjectionQueue()
+        self.turn = 0
+        self.started = False
+        self._transcript = Transcript(id=self.id)
+        self._wire: list[Message] = []
+        self._full_bodies: dict[str, str] = {}  # dedupe key -> last body sent in full
+        self._wire_key: tuple[int, int] = (0, 0)
+
+    # -- state ------------------------------------------------------------------------------
+
+    @property
+    def system(self) -> str:
+        """The system prompt; byte-stable for the life of the session."""
+        return self._system
+
+    @property
+    def transcript(self) -> Transcript:
+        """The current transcript value."""
+        return self._transcript
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.id!r}, turn={self.turn}, messages={len(self._transcript)})"
+
+    def append(self, message: Message) -> None:
+        """Append a message (validated and copied) to the conversation."""
+        self._transcript = self._transcript.append(message)
+
+    def _insert(self, reminder: Reminder) -> Injected:
+        done = insert_reminder(self._transcript, reminder, event_log=self.event_log)
+        self._transcript = done.transcript
+        return done
+
+    def _from_parsed(
+        self, parsed: ParsedOptions, source: Source, body: str | None = None
+    ) -> Reminder:
+        return Reminder(
+            body=parsed.body if body is None else body,
+            tags=parsed.tags,
+            dedupe_key=parsed.dedupe_key,
+            ttl_turns=parsed.ttl_turns,
+            preserve_on_compact=bool(parsed.preserve_on_compact),
+            propagate=parsed.propagate or Propagate.SESSION,
+            role_hint=parsed.role_hint or RoleHint.SYSTEM,
+            authority=parsed.authority or Authority.CONTRACT,
+            source=source,
+            fired_at_turn=self.turn,
+        )
+
+    def inject(self, options: Mapping[str, Any]) -> Injected:
+        """Queue a reminder from strict options (source ``in_pipeline``)."""
+        return self._insert(self._from_parsed(parse_reminder_options(options), Source.IN_PIPELINE))
+
+    def inject_from(self, options: Mapping[str, Any], *, source: Source | str) -> Injected:
+        """Queue a reminder from strict options with another producer's ``source`` (hooks)."""
+        return self._insert(self._from_parsed(parse_reminder_options(options), Source(source)))
+
+    def clear(self, selector: Mapping[str, Any]) -> Cleared:
+        """Remove pending reminders matching ``selector`` (``id``, ``tag``, ``dedupe_key``)."""
+        done = clear_reminders(self._transcript, selector, event_log=self.event_log)
+        self._transcript = done.transcript
+        return done
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _wire_messages(self) -> tuple[Message, ...]:
+        """Messages without ``directive_ids``, extended incrementally while history only grows."""
+        t = self._transcript
+        log_id, length = self._wire_key
+        if log_id != id(t._log) or length > t._len:
+            self._wire = [_strip(m) for m in t.messages]
+        else:
+            self._wire.extend(_strip(m) for m in t._log.messages[length : t._len])
+        self._wire_key = (id(t._log), t._len)
+        return tuple(self._wire)
+
+    def prepare_request(
+        self, *, turn: int | None = None, tools: Iterable[Mapping[str, Any]] = ()
+    ) -> ModelRequest:
+        """Commit the envelope for ``turn`` (default ``session.turn``) and build the request.
+
+        Sets ``session.turn = turn + 1``.
+        """
+        turn = self.turn if turn is None else check_turn(turn)
+        committed = commit_directives(
+            self._transcript,
+            turn=turn,
+            style=self.envelope_style,
+            instructions=self.envelope_instructions,
+            event_log=self.event_log,
+        )
+        self._transcript = committed.transcript
+        self.turn = turn + 1
+        return ModelRequest(
+            system=self._system,
+            messages=self._wire_messages(),
+            tools=tuple(dict(t) for t in tools),
+            session_id=self.id,
+            turn=turn,
+        )
+
+    def post_turn(self, turn: int) -> PostTurn:
+        """Age pending reminders after assistant turn ``turn``."""
+        done = post_turn(self._transcript, turn, event_log=self.event_log)
+        self._transcript = done.transcript
+        return done
+
+    def compact(self, **kwargs: Any) -> Compacted:
+        """Compact the transcript (see ``agent_reminders.compact``), then fire ``post_compact``
+        with ``{archived_messages, summary, preserved_count, expired_count, deduped_count}``."""
+        done = compact(self._transcript, event_log=self.event_log, **kwargs)
+        self._transcript = done.transcript
+        self.fire(
+            "post_compact",
+            {
+                "archived_messages": done.archived_messages,
+                "summary": done.summary,
+                "preserved_count": done.preserved_count,
+                "expired_count": done.expired_count,
+                "deduped_count": done.deduped_count,
+            },
+        )
+        return done
+
+    # -- providers --------------------------------------------------------------------------
+
+    def _unchanged_durable(self, parsed: ParsedOptions) -> Reminder | None:
+        if not parsed.preserve_on_compact or parsed.ttl_turns is not None:
+            return None
+        candidate = self._from_parsed(parsed, Source.STDLIB_PROVIDER)
+        for r in self._transcript.reminders:
+            if (
+                r.dedupe_key == candidate.dedupe_key
+                and r.body == candidate.body
+                and r.is_durable
+                and r.tags == candidate.tags
+                and r.propagate is candidate.propagate
+                and r.role_hint is candidate.role_hint
+                and r.authority is candidate.authority
+            ):
+                return r
+        return None
+
+    def _short_repeat_body(self, parsed: ParsedOptions) -> str:
+        """A short body for a keyed, non-durable repeat whose full text the model already saw.
+
+        Only when the pending reminder it replaces was already committed (the model has the
+        full text in history) and carries the same text — or is itself the short form of it.
+        """
+        key = parsed.dedupe_key
+        if key is None or (parsed.preserve_on_compact and parsed.ttl_turns is None):
+            return parsed.body
+        short = f"Reminder {key!r} is unchanged since its previous full emission above."
+        if len(short) >= len(parsed.body):
+            return parsed.body
+        same_text = {parsed.body}
+        if self._full_bodies.get(key) == parsed.body:
+            same_text.add(short)
+        for r in self._transcript.reminders:
+            if (
+                r.dedupe_key == key
+                and r.body in same_text
+                and self._transcript._is_committed(r.id, render_directive(r))
+            ):
+                return short
+        self._full_bodies[key] = parsed.body
+        return parsed.body
+
+    def fire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
+        """Evaluate the enabled providers subscribed to ``event`` and inject what they return.
+
+        Raises:
+            ValueError: unknown event.
+            ReminderError: a provider returned a malformed reminder (``RMD-001``/``005``/``006``).
+            Exception: whatever a provider's ``evaluate`` raised (after it is evented).
+        """
+        name = normalize_event(event)
+        if payload is not None and not isinstance(payload, Mapping):
+            raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
+        data: Mapping[str, Any] = payload or {}
+        options = self.reminder_options
+        budget = options.max_iteration_bytes
+        used = 0
+        reports: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        for spec in self.providers.enabled(options):
+            if name not in spec.subscribes_to:
+                continue
+            ctx = ProviderContext(
+                event=name,
+                session_id=self.id,
+                payload=data,
+                options=options,
+                config=options.config.get(spec.id),
+                turn=self.turn,
+                workspace=self.workspace,
+            )
+            try:
+                parsed = normalize_results(spec.evaluate(ctx), spec.id)
+            except Exception as exc:
+                self._evaluated(spec.id, name, 0, error=f"{type(exc).__name__}: {exc}")
+                raise
+            planned: list[tuple[ParsedOptions, str, int]] = []
+            for item in parsed:
+                existing = self._unchanged_durable(item)
+                size = len(item.body.encode())
+                if existing is not None:
+                    skipped.append(
+                        {
+                            "provider": spec.id,
+                            "reason": "unchanged_durable_reminder",
+                            "reminder_id": existing.id,
+                            "body_bytes": size,
+                        }
+                    )
+                    continue
+                body = self._short_repeat_body(item)
+                size = len(body.encode())
+                if used + size > budget:
+                    skipped.append(
+                        {
+                            "provider": spec.id,
+                            "reason": "reminder_iteration_budget_exceeded",
+                            "body_bytes": size,
+                        }
+                    )
+                    continue
+                used += size
+                planned.append((item, body, size))
+            self._evaluated(spec.id, name, len(planned))
+            for item, body, size in planned:
+                done = self._insert(self._from_parsed(item, Source.STDLIB_PROVIDER, body))
+                reports.append(
+                    {
+                        "provider": spec.id,
+                        "reminder_id": done.reminder_id,
+                        "deduped_count": done.deduped_count,
+                        "body_bytes": size,
+                    }
+                )
+        return FireResult(
+            fired_count=len(reports),
+            reports=tuple(reports),
+            skipped_count=len(skipped),
+            skipped_reports=tuple(skipped),
+            budget_bytes=budget,
+            used_body_bytes=used,
+        )
+
+    def _evaluated(
+        self, provider_id: str, event: str, fired: int, *, error: str | None = None
+    ) -> None:
+        payload: dict[str, Any] = {"provider_id": provider_id, "event": event, "fired": fired}
+        if error is not None:
+            payload["error"] = error
+        self.event_log.lifecycle(Kind.PROVIDER_EVALUATED, self.id, payload)
+
+    # -- seams ------------------------------------------------------------------------------
+
+    def run_seam(
+        self,
+        seam: str,
+        *,
+        queue: InjectionQueue | None = None,
+        iteration: int | None = None,
+        pending_tools: bool = False,
+    ) -> SeamResult:
+        """Drain the queue at ``seam`` into the session and emit ``loop.checkpoint``.
+
+        Reminders are injected with source ``bridge`` (stamped with ``session.turn``); user
+        messages are appended after ``neutralize_untrusted``. At ``loop_exit`` the drained
+        ``audit_only`` items land in ``transcript.audit`` and never reach the model.
+        """
+        if seam not in SEAMS:
+            raise ValueError(f"unknown seam {seam!r}; expected one of {', '.join(SEAMS)}")
+        items = (queue or self.queue).drain(seam)
+        for item in items:
+            if seam == "loop_exit":
+                self._record_audit(item)
+            elif item.kind == "reminder":
+                self._insert(self._queued_reminder(item))
+            else:
+                content = _neutralize_content(item.payload["content"])
+                self._transcript = self._transcript._append_owned(
+                    validate_message({"role": "user", "content": content})
+                )
+        skipped = seam == "pre_tool_dispatch" and pending_tools and bool(items)
+        self.event_log.emit(
+            CHECKPOINT,
+            {
+                "session_id": self.id,
+                "iteration": self.turn if iteration is None else iteration,
+                "seam": seam,
+                "delivered": len(items),
+                "delivered_ids": [i.id for i in items],
+                "dispatch_skipped": skipped,
+            },
+        )
+        return SeamResult(seam=seam, delivered=tuple(items), dispatch_skipped=skipped)
+
+    def _queued_reminder(self, item: QueueItem) -> Reminder:
+        p = item.payload
+        return Reminder(
+            id=item.id,
+            body=p["body"],
+            tags=tuple(p["tags"]),
+            dedupe_key=p["dedupe_key"],
+            ttl_turns=p["ttl_turns"],
+            preserve_on_compact=p["preserve_on_compact"],
+            propagate=p["propagate"],
+            role_hint=p["role_hint"],
+            authority=p["authority"],
+            source=Source.BRIDGE,
+            fired_at_turn=self.turn,
+        )
+
+    def _record_audit(self, item: QueueItem) -> None:
+        if item.kind == "reminder":
+            event = reminder_event(self._queued_reminder(item).to_dict())
+        else:
+            event = {
+                "id": f"evt-{item.id}",
+                "kind": "message",
+                "message": {"role": "user", "content": item.payload["content"]},
+            }
+        event["visibility"] = "audit"
+        event["mode"] = item.mode.value
+        self._transcript = self._transcript._with_audit(event)
+
+    # -- sub-agents -------------------------------------------------------------------------
+
+    def handoff(self) -> tuple[Reminder, ...]:
+        """The reminders a sub-agent of this session inherits."""
+        return handoff_reminders(self._transcript, parent_agent_id=self.agent_id)
+
+    @classmethod
+    def child(cls, parent: Session, *, session_id: str | None = None, **kwargs: Any) -> Session:
+        """Create a sub-agent session seeded with ``parent.handoff()``.
+
+        The child shares the parent's event log (stamped with its own ids) and, unless given,
+        its system prompt, reminder options, workspace and envelope settings.
+        """
+        if not isinstance(parent, Session):
+            raise TypeError(f"parent must be a Session, not {type(parent).__name__}")
+        kwargs.setdefault("system", parent.system)
+        kwargs.setdefault("event_log", parent.event_log)
+        kwargs.setdefault("reminders", parent.reminder_options)
+        kwargs.setdefault("workspace", parent.workspace)
+        kwargs.setdefault("envelope_style", parent.envelope_style)
+        kwargs.setdefault("envelope_instructions", parent.envelope_instructions)
+        child = cls(session_id, **kwargs)
+        child._transcript = seed_inherited(
+            child._transcript,
+            parent.handoff(),
+            sub_agent_id=child.agent_id,
+            event_log=child.event_log,
+            fired_at_turn=child.turn,
+        )
+        return child
