@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agent_reminders import __version__, explain
@@ -81,3 +82,13 @@ def test_readme_example_runs() -> None:
         "iteration_summary",
         "expired",
     ]
+
+
+@pytest.mark.parametrize("doc", ["docs/core.md", "docs/session-loop.md"])
+def test_doc_examples_run(doc: str) -> None:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert blocks, f"{doc} has no python example"
+    for index, code in enumerate(blocks):
+        namespace: dict[str, object] = {}
+        exec(compile(code, f"{doc}[{index}]", "exec"), namespace)
