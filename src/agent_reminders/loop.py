@@ -298,7 +298,7 @@ async def agent_loop(
         model,
         tool_list,
         hooks,
-        queue or session.queue,
+        session.queue if queue is None else queue,
         context_window,
         max_tool_output,
         cancel,

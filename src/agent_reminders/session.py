@@ -134,6 +134,8 @@ class Session:
         self._transcript = Transcript(id=self.id)
         self._wire: list[Message] = []
         self._full_bodies: dict[str, str] = {}  # dedupe key -> last body sent in full
+        self._open_calls: set[str] = set()  # tool calls still waiting for their results
+        self._held: list[Message] = []  # drained user messages waiting for those results
         self._wire_key: tuple[int, int] = (0, 0)
 
     # -- state ------------------------------------------------------------------------------
@@ -152,8 +154,24 @@ class Session:
         return f"Session(id={self.id!r}, turn={self.turn}, messages={len(self._transcript)})"
 
     def append(self, message: Message) -> None:
-        """Append a message (validated and copied) to the conversation."""
-        self._transcript = self._transcript.append(message)
+        """Append a message (validated and copied) to the conversation.
+
+        While tool calls of the last assistant message still wait for their results, drained
+        user messages are held back and follow the last tool result, so no message ever sits
+        between a tool call and its result.
+        """
+        self._add(validate_message(message))
+
+    def _add(self, message: Message) -> None:
+        self._transcript = self._transcript._append_owned(message)
+        if message["role"] == "assistant":
+            self._open_calls = {c["id"] for c in message.get("tool_calls") or ()}
+        elif message["role"] == "tool":
+            self._open_calls.discard(message.get("tool_call_id", ""))
+        if not self._open_calls and self._held:
+            held, self._held = self._held, []
+            for item in held:
+                self._add(item)
 
     def _insert(self, reminder: Reminder) -> Injected:
         done = insert_reminder(self._transcript, reminder, event_log=self.event_log)
@@ -397,12 +415,13 @@ class Session:
         """Drain the queue at ``seam`` into the session and emit ``loop.checkpoint``.
 
         Reminders are injected with source ``bridge`` (stamped with ``session.turn``); user
-        messages are appended after ``neutralize_untrusted``. At ``loop_exit`` the drained
+        messages are appended after ``neutralize_untrusted`` (after the pending tool results,
+        when tool calls are still open). At ``loop_exit`` the drained
         ``audit_only`` items land in ``transcript.audit`` and never reach the model.
         """
         if seam not in SEAMS:
             raise ValueError(f"unknown seam {seam!r}; expected one of {', '.join(SEAMS)}")
-        items = (queue or self.queue).drain(seam)
+        items = (self.queue if queue is None else queue).drain(seam)
         for item in items:
             if seam == "loop_exit":
                 self._record_audit(item)
@@ -410,9 +429,11 @@ class Session:
                 self._insert(self._queued_reminder(item))
             else:
                 content = _neutralize_content(item.payload["content"])
-                self._transcript = self._transcript._append_owned(
-                    validate_message({"role": "user", "content": content})
-                )
+                user = validate_message({"role": "user", "content": content})
+                if self._open_calls:
+                    self._held.append(user)
+                else:
+                    self._add(user)
         skipped = seam == "pre_tool_dispatch" and pending_tools and bool(items)
         self.event_log.emit(
             CHECKPOINT,

@@ -134,7 +134,12 @@ def lint_agent_options(reminders: object = True) -> list[Diagnostic]:
 
 def _as_options(item: object, provider_id: str) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
-        if set(item) == {"reminder"} or ("reminder" in item and "body" not in item):
+        if "reminder" in item:
+            extra = sorted(str(k) for k in item if k != "reminder")
+            if extra:
+                raise ReminderError(
+                    "RMD-001", f"unknown option(s): {', '.join(extra)} (provider {provider_id!r})"
+                )
             inner = item["reminder"]
             if not isinstance(inner, Mapping):
                 raise ReminderError(
