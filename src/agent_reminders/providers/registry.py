@@ -12,6 +12,7 @@ from . import (
     grounded_review,
     idle_nudge,
     post_compact_recap,
+    project_facts,
     resume_continuity,
     token_pressure,
     tool_output_truncated,
@@ -27,13 +28,14 @@ __all__ = [
     "normalize_results",
 ]
 
-# The fixed evaluation order of spec 02 §6 (project_facts joins with the fact store).
+# The fixed evaluation order of spec 02 §6.
 CANONICAL_PROVIDERS: tuple[ProviderSpec, ...] = (
     token_pressure.PROVIDER,
     idle_nudge.PROVIDER,
     tool_output_truncated.PROVIDER,
     post_compact_recap.PROVIDER,
     resume_continuity.PROVIDER,
+    project_facts.PROVIDER,
     workspace_anchor.PROVIDER,
     grounded_review.PROVIDER,
 )

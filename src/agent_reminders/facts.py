@@ -1,0 +1,397 @@
+"""Project facts: a SQLite fact store with an FTS5 index ranked by ``bm25()`` (spec 06 §4).
+
+Example:
+    >>> store = FactStore(":memory:")
+    >>> fid = store.store_fact({"kind": "decision", "claim": "Use PostgreSQL for storage.",
+    ...                         "confidence": 0.9, "evidence": [{"kind": "adr", "ref": "ADR-7"}]})
+    >>> [f.claim for f in store.recall("which database storage?")]
+    ['Use PostgreSQL for storage.']
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._ids import new_id
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "SCHEMA",
+    "Fact",
+    "FactError",
+    "FactStore",
+    "normalize_kind",
+]
+
+SCHEMA = "fact.v1"
+SCHEMA_VERSION = 1
+DEFAULT_NAMESPACE = "project/facts"
+_FACT_KEYS = frozenset({"kind", "claim", "confidence", "evidence", "tags"})
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_QUERY_TERMS = 32
+
+_DDL: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS facts (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        claim TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        evidence TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        stored_at REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS facts_by_namespace ON facts (namespace, rowid)",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
+        claim, kind, tags, evidence, content = 'facts', content_rowid = 'rowid'
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS facts_ai AFTER INSERT ON facts BEGIN
+        INSERT INTO facts_fts (rowid, claim, kind, tags, evidence)
+        VALUES (new.rowid, new.claim, new.kind, new.tags, new.evidence);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS facts_ad AFTER DELETE ON facts BEGIN
+        INSERT INTO facts_fts (facts_fts, rowid, claim, kind, tags, evidence)
+        VALUES ('delete', old.rowid, old.claim, old.kind, old.tags, old.evidence);
+    END""",
+)
+
+
+class FactError(ValueError):
+    """A fact or a fact store is invalid; the message names the field or the file."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fact:
+    """A stored fact; ``score`` >= 0, higher is a better match (0 for facts that only fill)."""
+
+    id: str
+    kind: str
+    claim: str
+    confidence: float
+    evidence: tuple[dict[str, str], ...]
+    tags: tuple[str, ...]
+    namespace: str
+    stored_at: float
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fact as JSON-ready data (``schema: "fact.v1"``)."""
+        return {
+            "schema": SCHEMA,
+            "id": self.id,
+            "kind": self.kind,
+            "claim": self.claim,
+            "confidence": self.confidence,
+            "evidence": [dict(e) for e in self.evidence],
+            "tags": list(self.tags),
+            "namespace": self.namespace,
+            "stored_at": self.stored_at,
+            "score": self.score,
+        }
+
+
+def normalize_kind(kind: str) -> str:
+    """Lower-case a kind, turning ``-`` into ``_`` (``"Design-Note"`` → ``"design_note"``)."""
+    return kind.strip().lower().replace("-", "_")
+
+
+def _check_namespace(namespace: object) -> str:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise FactError(f"namespace must be a non-blank string; got {namespace!r}")
+    return namespace.strip()
+
+
+def _validate(fact: object) -> tuple[str, str, float, list[dict[str, str]], list[str]]:
+    if not isinstance(fact, Mapping):
+        raise FactError(f"a fact must be a mapping; got {type(fact).__name__}")
+    unknown = sorted(str(k) for k in fact if k not in _FACT_KEYS and k != "schema")
+    if unknown:
+        raise FactError(f"unknown fact field(s): {', '.join(unknown)}")
+    if fact.get("schema", SCHEMA) != SCHEMA:
+        raise FactError(f"schema must be {SCHEMA!r}; got {fact.get('schema')!r}")
+    kind, claim = fact.get("kind"), fact.get("claim")
+    if not isinstance(kind, str) or not kind.strip():
+        raise FactError(f"kind must be a non-blank string; got {kind!r}")
+    if not isinstance(claim, str) or not claim.strip():
+        raise FactError(f"claim must be a non-blank string; got {claim!r}")
+    confidence = fact.get("confidence")
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not math.isfinite(confidence)
+        or not 0 <= confidence <= 1
+    ):
+        raise FactError(f"confidence must be a number in [0, 1]; got {confidence!r}")
+    evidence = fact.get("evidence", [])
+    if not isinstance(evidence, list | tuple):
+        raise FactError(f"evidence must be a list of {{kind, ref}} objects; got {evidence!r}")
+    checked: list[dict[str, str]] = []
+    for i, item in enumerate(evidence):
+        if not isinstance(item, Mapping) or set(item) != {"kind", "ref"}:
+            raise FactError(f"evidence[{i}] must be an object with exactly 'kind' and 'ref'")
+        if not all(isinstance(item[k], str) and item[k].strip() for k in ("kind", "ref")):
+            raise FactError(f"evidence[{i}].kind and .ref must be non-blank strings")
+        checked.append({"kind": item["kind"], "ref": item["ref"]})
+    tags = fact.get("tags", [])
+    if tags is None:
+        tags = []
+    if not isinstance(tags, list | tuple) or not all(
+        isinstance(t, str) and t.strip() for t in tags
+    ):
+        raise FactError(f"tags must be a list of non-blank strings; got {tags!r}")
+    return (
+        normalize_kind(kind),
+        claim.strip(),
+        float(confidence),
+        checked,
+        list(dict.fromkeys(t.strip() for t in tags)),
+    )
+
+
+def fts_query(text: str) -> str | None:
+    """Turn any user text into a safe FTS5 query: its words, each quoted, joined by ``OR``.
+
+    FTS5 syntax in the text (``"``, ``*``, ``NEAR``, ``-``, ``:``, parentheses) becomes plain
+    words, so no query can raise. ``None`` when the text has no word.
+    """
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+class FactStore:
+    """Facts in a SQLite file (WAL, busy timeout), searchable with BM25.
+
+    Safe for several threads and several processes writing one file. ``path`` may be
+    ``":memory:"``. ``create=False`` opens an existing store only (``FactError`` otherwise).
+    """
+
+    def __init__(
+        self, path: str | Path, *, create: bool = True, busy_timeout_ms: int = 10_000
+    ) -> None:
+        self.path = str(path)
+        memory = self.path == ":memory:"
+        if not memory and not create and not Path(self.path).is_file():
+            raise FactError(f"no fact store at {self.path}")
+        if not memory and create:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout_ms / 1000,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+        except sqlite3.Error as exc:
+            raise FactError(f"cannot open fact store {self.path}: {exc}") from None
+        try:
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if not memory:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise FactError(f"{self.path} is not a usable fact store: {exc}") from None
+
+    def _migrate(self) -> None:
+        db = self._db
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "meta" not in tables:
+            raise FactError(
+                f"{self.path} is a SQLite database of something else (tables: "
+                f"{', '.join(sorted(tables))}), not an agent-reminders fact store"
+            )
+        if "meta" in tables:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or row[0] != SCHEMA:
+                raise FactError(f"{self.path} holds schema {row and row[0]!r}, not {SCHEMA!r}")
+            version = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+            if version is None or int(version[0]) > SCHEMA_VERSION:
+                raise FactError(
+                    f"{self.path} was written by a newer agent-reminders (schema version "
+                    f"{version and version[0]}); upgrade to read it"
+                )
+            return
+        with self._write():
+            for statement in _DDL:
+                db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
+
+    def _write(self) -> _Transaction:
+        return _Transaction(self._db, self._lock)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def store_fact(self, fact: Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE) -> str:
+        """Validate and store one fact (schema ``fact.v1``); returns its new id.
+
+        Raises:
+            FactError: naming the bad field; nothing is stored.
+        """
+        kind, claim, confidence, evidence, tags = _validate(fact)
+        ns = _check_namespace(namespace)
+        fid = new_id()
+        with self._write():
+            self._db.execute(
+                "INSERT INTO facts (id, namespace, kind, claim, confidence, evidence, tags, "
+                "stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fid,
+                    ns,
+                    kind,
+                    claim,
+                    confidence,
+                    json.dumps(evidence),
+                    json.dumps(tags),
+                    time.time(),
+                ),
+            )
+        return fid
+
+    def delete(self, fact_id: str) -> bool:
+        """Delete a fact by id; ``True`` only if it existed."""
+        if not isinstance(fact_id, str):
+            raise TypeError(f"fact_id must be a str, not {type(fact_id).__name__}")
+        with self._write():
+            cursor = self._db.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+        return cursor.rowcount > 0
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def list(self, *, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Fact]:
+        """Every fact of a namespace, newest first."""
+        ns = _check_namespace(namespace)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS}, 0 FROM facts WHERE namespace = ? ORDER BY rowid DESC", (ns,)
+            ).fetchall()
+        return [_fact(r) for r in rows]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        limit: int = 5,
+        min_confidence: float = 0.0,
+        kinds: str | Iterable[str] | None = None,
+    ) -> builtins.list[Fact]:
+        """Facts ranked by BM25 (best first), then newest; unmatched facts fill up by recency.
+
+        Any text is a valid query. ``kinds`` is one kind or several, normalized like ``kind``.
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        ns = _check_namespace(namespace)
+        if type(limit) is not int or limit < 0:
+            raise FactError(f"limit must be an int >= 0; got {limit!r}")
+        if isinstance(min_confidence, bool) or not isinstance(min_confidence, int | float):
+            raise FactError(f"min_confidence must be a number; got {min_confidence!r}")
+        if limit == 0:
+            return []
+        wanted = _kinds(kinds)
+        where = "f.namespace = ? AND f.confidence >= ?"
+        params: builtins.list[Any] = [ns, float(min_confidence)]
+        if wanted is not None:
+            where += f" AND f.kind IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        match = fts_query(query)
+        found: builtins.list[Fact] = []
+        with self._lock:
+            if match is not None:
+                rows = self._db.execute(
+                    f"SELECT {_COLUMNS_F}, -bm25(facts_fts) AS score FROM facts_fts "
+                    f"JOIN facts AS f ON f.rowid = facts_fts.rowid "
+                    f"WHERE facts_fts MATCH ? AND {where} "
+                    "ORDER BY bm25(facts_fts), f.rowid DESC LIMIT ?",
+                    [match, *params, limit],
+                ).fetchall()
+                found = [_fact(r) for r in rows]
+            if len(found) < limit:
+                seen = [f.id for f in found]
+                exclude = f" AND f.id NOT IN ({', '.join('?' * len(seen))})" if seen else ""
+                rows = self._db.execute(
+                    f"SELECT {_COLUMNS_F}, 0 FROM facts AS f WHERE {where}{exclude} "
+                    "ORDER BY f.rowid DESC LIMIT ?",
+                    [*params, *seen, limit - len(found)],
+                ).fetchall()
+                found.extend(_fact(r) for r in rows)
+        return found
+
+    def close(self) -> None:
+        """Close the database connection (idempotent)."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> FactStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` under the store's lock (rollback on error)."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._db = db
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        try:
+            self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        finally:
+            self._lock.release()
+
+
+_COLUMNS = "id, kind, claim, confidence, evidence, tags, namespace, stored_at"
+_COLUMNS_F = ", ".join(f"f.{c.strip()}" for c in _COLUMNS.split(","))
+
+
+def _kinds(kinds: str | Iterable[str] | None) -> list[str] | None:
+    if kinds is None:
+        return None
+    items = [kinds] if isinstance(kinds, str) else list(kinds)
+    if not all(isinstance(k, str) and k.strip() for k in items):
+        raise FactError(f"kinds must be non-blank strings; got {kinds!r}")
+    return list(dict.fromkeys(normalize_kind(k) for k in items)) or None
+
+
+def _fact(row: tuple[Any, ...]) -> Fact:
+    fid, kind, claim, confidence, evidence, tags, namespace, stored_at, score = row
+    return Fact(
+        id=fid,
+        kind=kind,
+        claim=claim,
+        confidence=confidence,
+        evidence=tuple(json.loads(evidence)),
+        tags=tuple(json.loads(tags)),
+        namespace=namespace,
+        stored_at=stored_at,
+        score=max(0.0, float(score)),
+    )

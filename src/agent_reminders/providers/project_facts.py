@@ -1,0 +1,120 @@
+"""Canonical provider ``project_facts``: recall durable project facts from the fact store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..facts import DEFAULT_NAMESPACE, Fact, FactStore, normalize_kind
+from .base import ProviderContext, ProviderSpec
+from .token_pressure import context_window, live_tokens
+
+__all__ = ["DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate"]
+
+DEFAULT_PATH = Path(".agent-reminders") / "facts.db"
+GENERIC_QUERY = "project decisions constraints conventions requirements architecture"
+DEFAULT_MAX_FACTS = 5
+MAX_FACTS = 25
+DEFAULT_MIN_CONFIDENCE = 0.5
+DEFAULT_REFRESH_RATIO = 0.70
+
+
+def _number(value: object, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return float(value)
+
+
+def _max_facts(config: Mapping[str, Any]) -> int:
+    value = config.get("max_facts", DEFAULT_MAX_FACTS)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return DEFAULT_MAX_FACTS
+    return min(max(value, 0), MAX_FACTS)
+
+
+def _kinds(value: object) -> list[str] | None:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        return None
+    kinds = [normalize_kind(k) for k in items if isinstance(k, str) and k.strip()]
+    return kinds or None
+
+
+def _query(config: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
+    for value in (config.get("relevance_query"), payload.get("task")):
+        if isinstance(value, str) and value.strip():
+            return value
+    return GENERIC_QUERY
+
+
+def _line(fact: Fact) -> str:
+    evidence = fact.evidence[0] if fact.evidence else None
+    source = f" (evidence: {evidence['kind']} {evidence['ref']})" if evidence else ""
+    return f"- {fact.kind}, confidence {fact.confidence:.2f}: {fact.claim}{source}"
+
+
+def _recall(config: Mapping[str, Any], payload: Mapping[str, Any], limit: int) -> list[Fact]:
+    namespace = config.get("namespace")
+    namespace = namespace if isinstance(namespace, str) and namespace.strip() else DEFAULT_NAMESPACE
+    options: dict[str, Any] = {
+        "namespace": namespace,
+        "limit": limit,
+        "min_confidence": _number(config.get("min_confidence"), DEFAULT_MIN_CONFIDENCE),
+        "kinds": _kinds(config.get("kind_filter")),
+    }
+    store = config.get("store")
+    if isinstance(store, FactStore):
+        return store.recall(_query(config, payload), **options)
+    path = Path(str(config.get("path") or DEFAULT_PATH))
+    if not path.is_file():  # no store yet means no facts; never create one from here
+        return []
+    with FactStore(path, create=False) as opened:
+        return opened.recall(_query(config, payload), **options)
+
+
+def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
+    """Recall up to ``max_facts`` facts and state them, best match first.
+
+    On ``on_budget_threshold`` it refreshes only when live tokens / window reaches
+    ``refresh_ratio`` (default 0.70). Config: ``store`` or ``path``, ``namespace``,
+    ``max_facts`` (5, clamped to 0..25), ``min_confidence`` (0.5), ``kind_filter``,
+    ``relevance_query``, ``refresh_ratio``.
+    """
+    config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
+    payload: Mapping[str, Any] = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    limit = _max_facts(config)
+    if limit == 0:
+        return None
+    if ctx.event == "on_budget_threshold":
+        used, window = live_tokens(payload), context_window(payload, config)
+        ratio = _number(config.get("refresh_ratio"), DEFAULT_REFRESH_RATIO)
+        if used is None or window is None or used < ratio * window:
+            return None
+    facts = _recall(config, payload, limit)
+    if not facts:
+        return None
+    namespace = facts[0].namespace
+    body = "\n".join(
+        [f"Project facts from '{namespace}' (recorded earlier; most relevant first):"]
+        + [_line(f) for f in facts]
+    )
+    return {
+        "body": body,
+        "tags": ["project_facts"],
+        "dedupe_key": "project_facts",
+        "ttl_turns": 1,
+        "preserve_on_compact": False,
+        "propagate": "session",
+        "role_hint": "system",
+        "authority": "contract",
+    }
+
+
+PROVIDER = ProviderSpec(
+    id="project_facts",
+    subscribes_to=("session_start", "on_budget_threshold"),
+    evaluate=evaluate,
+    canonical=True,
+    description="States recorded project facts at session start and under context pressure.",
+)
