@@ -30,6 +30,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/turn_cost.py
+	$(BIN)/python bench/facts.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -11,19 +11,17 @@ Run: make bench  (or: python bench/turn_cost.py [--turns N])
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from _results import RESULTS, machine, write_section
 from agent_reminders import Transcript, commit_directives, inject_reminder, post_turn
 
 SIZES = (100, 1_000, 10_000)
 PENDING = 20
 BATCH = 25
-RESULTS = Path(__file__).with_name("results.md")
 
 
 def history(size: int) -> list[dict[str, object]]:
@@ -79,18 +77,6 @@ def p99(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=3000)
@@ -112,14 +98,13 @@ def main() -> int:
     print(
         f"growth ratio t(10k)/t(100) = {growth:.2f} (target <= 1.5; median at 10k target <= 100 µs)"
     )
-    args.output.write_text(
-        "# Benchmark results\n\n"
-        "## Per-turn cost (`bench/turn_cost.py`)\n\n"
+    write_section(
+        "Per-turn cost (`bench/turn_cost.py`)",
         "`commit_directives` + `post_turn` per turn, "
         f"{args.turns} turns per size, history rebuilt every {BATCH} turns.\n\n"
         f"Machine: {machine()}.\n\n{table}\n\n"
-        f"Growth ratio t(10k)/t(100): **{growth:.2f}**.\n",
-        encoding="utf-8",
+        f"Growth ratio t(10k)/t(100): **{growth:.2f}**.",
+        args.output,
     )
     met = growth <= 1.5 and rows[-1][1] <= 100
     print("targets met" if met else "TARGETS MISSED")

@@ -18,6 +18,7 @@ import re
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,14 @@ DEFAULT_NAMESPACE = "project/facts"
 _FACT_KEYS = frozenset({"kind", "claim", "confidence", "evidence", "tags"})
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
+_CANDIDATES = 50  # at least this many BM25 candidates are re-ranked by matched terms
+_SMALL_STORE = 2_000  # up to this many facts, every query term is used
+_COMMON_FRACTION = 0.05  # in larger stores, terms in more facts than this are too common
+
+
+def _words_sql(column: str, item: str) -> str:
+    return f"(SELECT coalesce(group_concat({item}, ' '), '') FROM json_each({column}))"
+
 
 _DDL: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -58,13 +67,26 @@ _DDL: tuple[str, ...] = (
     """CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
         claim, kind, tags, evidence, content = 'facts', content_rowid = 'rowid'
     )""",
-    """CREATE TRIGGER IF NOT EXISTS facts_ai AFTER INSERT ON facts BEGIN
+    "CREATE VIRTUAL TABLE IF NOT EXISTS facts_vocab USING fts5vocab (facts_fts, 'row')",
+    # The index holds the words of tags and evidence, not their JSON keys and punctuation;
+    # the delete trigger passes exactly the same text, as external-content tables require.
+    f"""CREATE TRIGGER IF NOT EXISTS facts_ai AFTER INSERT ON facts BEGIN
         INSERT INTO facts_fts (rowid, claim, kind, tags, evidence)
-        VALUES (new.rowid, new.claim, new.kind, new.tags, new.evidence);
+        VALUES (new.rowid, new.claim, new.kind, {_words_sql("new.tags", "value")},
+                {
+        _words_sql(
+            "new.evidence", "json_extract(value, '$.kind') || ' ' || json_extract(value, '$.ref')"
+        )
+    });
     END""",
-    """CREATE TRIGGER IF NOT EXISTS facts_ad AFTER DELETE ON facts BEGIN
+    f"""CREATE TRIGGER IF NOT EXISTS facts_ad AFTER DELETE ON facts BEGIN
         INSERT INTO facts_fts (facts_fts, rowid, claim, kind, tags, evidence)
-        VALUES ('delete', old.rowid, old.claim, old.kind, old.tags, old.evidence);
+        VALUES ('delete', old.rowid, old.claim, old.kind, {_words_sql("old.tags", "value")},
+                {
+        _words_sql(
+            "old.evidence", "json_extract(value, '$.kind') || ' ' || json_extract(value, '$.ref')"
+        )
+    });
     END""",
 )
 
@@ -161,16 +183,43 @@ def _validate(fact: object) -> tuple[str, str, float, list[dict[str, str]], list
     )
 
 
-def fts_query(text: str) -> str | None:
-    """Turn any user text into a safe FTS5 query: its words, each quoted, joined by ``OR``.
+def _fold(word: str) -> str:
+    # FTS5's unicode61 tokenizer folds case and strips diacritics; do the same to query words.
+    if word.isascii():
+        return word.lower()
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
-    FTS5 syntax in the text (``"``, ``*``, ``NEAR``, ``-``, ``:``, parentheses) becomes plain
-    words, so no query can raise. ``None`` when the text has no word.
+
+def query_terms(text: str) -> builtins.list[str]:
+    """The distinct folded words of any text (at most 32), in order."""
+    words = (_fold(w) for w in _WORD.findall(text))
+    return builtins.list(dict.fromkeys(w for w in words if w))[:_MAX_QUERY_TERMS]
+
+
+def fts_query(terms: builtins.list[str]) -> str:
+    """A safe FTS5 query: each word quoted, joined by ``OR``.
+
+    FTS5 syntax in user text (``"``, ``*``, ``NEAR``, ``-``, ``:``, parentheses) has already
+    become plain words in :func:`query_terms`, so no query can raise.
     """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:_MAX_QUERY_TERMS]
-    if not words:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+
+
+def _rank(rows: builtins.list[tuple[Any, ...]], terms: set[str]) -> builtins.list[Fact]:
+    """Order matches: more distinct query terms first, then BM25, then newest.
+
+    BM25 scores are compared at four decimals: in a small store every common term gets the
+    minimum IDF, and length noise at the sixth decimal must not beat recency.
+    """
+
+    def key(row: tuple[Any, ...]) -> tuple[int, float, int]:
+        evidence = " ".join(f"{e['kind']} {e['ref']}" for e in json.loads(row[4]))
+        text = " ".join((row[1], row[2], evidence, " ".join(json.loads(row[5]))))
+        matched = len(terms & {_fold(w) for w in _WORD.findall(text)})
+        return (-matched, -round(row[8], 4), -row[9])
+
+    return [_fact(row[:9], matched=True) for row in sorted(rows, key=key)]
 
 
 class FactStore:
@@ -265,6 +314,30 @@ class FactStore:
             )
         return fid
 
+    def store_facts(
+        self, facts: Iterable[Mapping[str, Any]], *, namespace: str = DEFAULT_NAMESPACE
+    ) -> builtins.list[str]:
+        """Store many facts in one transaction; all are validated first, so one bad fact
+        stores none (the error names its index and field)."""
+        ns = _check_namespace(namespace)
+        rows = []
+        for index, fact in enumerate(facts):
+            try:
+                kind, claim, confidence, evidence, tags = _validate(fact)
+            except FactError as exc:
+                raise FactError(f"facts[{index}]: {exc}") from None
+            rows.append(
+                (new_id(), ns, kind, claim, confidence, json.dumps(evidence), json.dumps(tags))
+            )
+        now = time.time()
+        with self._write():
+            self._db.executemany(
+                "INSERT INTO facts (id, namespace, kind, claim, confidence, evidence, tags, "
+                "stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row, now) for row in rows],
+            )
+        return [row[0] for row in rows]
+
     def delete(self, fact_id: str) -> bool:
         """Delete a fact by id; ``True`` only if it existed."""
         if not isinstance(fact_id, str):
@@ -312,18 +385,18 @@ class FactStore:
         if wanted is not None:
             where += f" AND f.kind IN ({', '.join('?' * len(wanted))})"
             params.extend(wanted)
-        match = fts_query(query)
         found: builtins.list[Fact] = []
         with self._lock:
-            if match is not None:
+            terms = self._selective(query_terms(query))
+            if terms:
                 rows = self._db.execute(
-                    f"SELECT {_COLUMNS_F}, -bm25(facts_fts) AS score FROM facts_fts "
+                    f"SELECT {_COLUMNS_F}, -bm25(facts_fts) AS score, f.rowid FROM facts_fts "
                     f"JOIN facts AS f ON f.rowid = facts_fts.rowid "
                     f"WHERE facts_fts MATCH ? AND {where} "
                     "ORDER BY bm25(facts_fts), f.rowid DESC LIMIT ?",
-                    [match, *params, limit],
+                    [fts_query(terms), *params, max(limit * 8, _CANDIDATES)],
                 ).fetchall()
-                found = [_fact(r) for r in rows]
+                found = _rank(rows, set(terms))[:limit]
             if len(found) < limit:
                 seen = [f.id for f in found]
                 exclude = f" AND f.id NOT IN ({', '.join('?' * len(seen))})" if seen else ""
@@ -334,6 +407,27 @@ class FactStore:
                 ).fetchall()
                 found.extend(_fact(r) for r in rows)
         return found
+
+    def _selective(self, terms: builtins.list[str]) -> builtins.list[str]:
+        """Drop query terms too common to rank by, once the store is large.
+
+        A term found in more than 5% of a large store has almost no BM25 weight (its IDF is
+        near zero) but makes FTS5 score every fact that holds it; leaving it out keeps recall
+        in milliseconds at 100,000 facts. Terms that occur nowhere are dropped too. Small
+        stores (up to 2,000 facts) keep every term.
+        """
+        if not terms:
+            return terms
+        size = self._db.execute("SELECT max(rowid) FROM facts").fetchone()[0] or 0
+        if size <= _SMALL_STORE:
+            return terms
+        limit = max(_SMALL_STORE, int(size * _COMMON_FRACTION))
+        kept = []
+        for term in terms:
+            row = self._db.execute("SELECT doc FROM facts_vocab WHERE term = ?", (term,)).fetchone()
+            if row is not None and 0 < row[0] <= limit:
+                kept.append(term)
+        return kept
 
     def close(self) -> None:
         """Close the database connection (idempotent)."""
@@ -382,7 +476,7 @@ def _kinds(kinds: str | Iterable[str] | None) -> list[str] | None:
     return list(dict.fromkeys(normalize_kind(k) for k in items)) or None
 
 
-def _fact(row: tuple[Any, ...]) -> Fact:
+def _fact(row: tuple[Any, ...], *, matched: bool = False) -> Fact:
     fid, kind, claim, confidence, evidence, tags, namespace, stored_at, score = row
     return Fact(
         id=fid,
@@ -393,5 +487,6 @@ def _fact(row: tuple[Any, ...]) -> Fact:
         tags=tuple(json.loads(tags)),
         namespace=namespace,
         stored_at=stored_at,
-        score=max(0.0, float(score)),
+        # a match always scores above the 0 of facts that only fill the list
+        score=max(1e-6, round(float(score), 6)) if matched else 0.0,
     )

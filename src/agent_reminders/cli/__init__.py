@@ -1,11 +1,19 @@
-"""The ``agent-reminders`` command line (typer + rich)."""
+"""The ``agent-reminders`` command line (typer + rich).
+
+Every failure prints one line (``error: …``) on stderr and exits non-zero; ``--debug`` shows
+the traceback instead.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 
 from .._errors import explain as _explain
 from .._version import __version__
+from ._common import handle_errors, state
+from .facts import facts_app
 
 __all__ = ["app", "main"]
 
@@ -14,7 +22,16 @@ app = typer.Typer(
     help="System reminders for LLM agent loops.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
+app.add_typer(facts_app, name="facts")
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+) -> None:
+    state.debug = debug
 
 
 @app.command()
@@ -24,7 +41,8 @@ def version() -> None:
 
 
 @app.command()
-def explain(code: str) -> None:
+@handle_errors
+def explain(code: Annotated[str, typer.Argument(help="e.g. RMD-004 (any case).")]) -> None:
     """Explain a diagnostic code (RMD-001 … RMD-009): its cause and its fix."""
     try:
         typer.echo(_explain(code))

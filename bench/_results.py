@@ -1,0 +1,43 @@
+"""Keep bench/results.md as one section per benchmark, each replaced by its own run."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("results.md")
+HEADER = "# Benchmark results\n\nEach section is rewritten by its benchmark (`make bench`).\n"
+
+
+def machine() -> str:
+    """CPU model, core count and Python version of this machine."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def write_section(title: str, body: str, path: Path = RESULTS) -> None:
+    """Replace (or append) the ``## title`` section of the results file."""
+    text = path.read_text(encoding="utf-8") if path.exists() else HEADER
+    if not text.startswith("# "):
+        text = HEADER
+    sections = text.split("\n## ")
+    head, rest = sections[0], sections[1:]
+    new = f"{title}\n\n{body.strip()}\n"
+    replaced = False
+    for i, section in enumerate(rest):
+        if section.split("\n", 1)[0].strip() == title:
+            rest[i] = new
+            replaced = True
+    if not replaced:
+        rest.append(new)
+    path.write_text(
+        "\n## ".join([head.rstrip() + "\n", *[r.rstrip() + "\n" for r in rest]]), encoding="utf-8"
+    )
