@@ -2,7 +2,8 @@
 
 Facts are synthetic but shaped like real ones: a kind, a claim of 8-16 words drawn from a
 5,000-word vocabulary by Zipf's law (weight 1/rank), one evidence item. Each query has 2-5
-words from the same distribution, so most hold a common word and some rare ones. Prints median and p99 per size; writes its section of bench/results.md.
+words from the same distribution, so most hold a common word and some rare ones.
+Prints median and p99 per size; writes its section of bench/results.md.
 
 Run: make bench  (or: python bench/facts.py [--queries N] [--sizes 10000,100000])
 """
