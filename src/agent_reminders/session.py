@@ -30,6 +30,7 @@ from ._options import ParsedOptions, parse_reminder_options
 from ._render import EnvelopeStyle, _check_style, neutralize_untrusted, render_directive
 from ._request import ModelRequest
 from ._transcript import Transcript, reminder_event
+from .generators import Emission, GeneratorClock, GeneratorRegistry
 from .providers.base import FireResult, ProviderContext, normalize_event
 from .providers.registry import ProviderRegistry, normalize_results
 from .queue import SEAMS, InjectionQueue, QueueItem
@@ -91,7 +92,7 @@ class Session:
         event_log: EventLog | None = None,
         reminders: bool | Mapping[str, Any] | ReminderOptions = True,
         store: object = None,
-        generators: object = None,
+        generators: GeneratorRegistry | None = None,
         workspace: Mapping[str, Any] | None = None,
         envelope_style: EnvelopeStyle = "context_directives",
         envelope_instructions: InstructionsMode = "auto",
@@ -106,8 +107,10 @@ class Session:
             raise ReminderError("RMD-001", f"agent_id must be a non-blank string; got {agent_id!r}")
         if event_log is not None and not isinstance(event_log, EventLog):
             raise TypeError(f"event_log must be an EventLog, not {type(event_log).__name__}")
-        if generators is not None:
-            raise TypeError("generators must be None until a GeneratorRegistry is passed")
+        if generators is not None and not isinstance(generators, GeneratorRegistry):
+            raise TypeError(
+                f"generators must be a GeneratorRegistry or None, not {type(generators).__name__}"
+            )
         if envelope_instructions not in ("auto", "always", "never"):
             raise ReminderError(
                 "RMD-001",
@@ -126,7 +129,7 @@ class Session:
         self.envelope_style: EnvelopeStyle = _check_style(envelope_style)
         self.envelope_instructions: InstructionsMode = envelope_instructions
         self.store = store
-        self.generators = generators
+        self.generators: GeneratorRegistry | None = generators
         self.providers = ProviderRegistry()
         self.queue = InjectionQueue()
         self.turn = 0
@@ -136,6 +139,10 @@ class Session:
         self._full_bodies: dict[str, str] = {}  # dedupe key -> last body sent in full
         self._open_calls: set[str] = set()  # tool calls still waiting for their results
         self._held: list[Message] = []  # drained user messages waiting for those results
+        self._generator_clock: GeneratorClock | None = None
+        if generators is not None:
+            self._generator_clock = GeneratorClock(generators, event_log=self.event_log)
+            self._generator_clock.on_session_start()
         self._wire_key: tuple[int, int] = (0, 0)
 
     # -- state ------------------------------------------------------------------------------
@@ -229,6 +236,7 @@ class Session:
         Sets ``session.turn = turn + 1``.
         """
         turn = self.turn if turn is None else check_turn(turn)
+        generated = self._run_generators(turn)
         committed = commit_directives(
             self._transcript,
             turn=turn,
@@ -237,6 +245,10 @@ class Session:
             event_log=self.event_log,
         )
         self._transcript = committed.transcript
+        if self._generator_clock is not None:
+            self._generator_clock.delivered(
+                generated[rid] for rid in committed.fired if rid in generated
+            )
         self.turn = turn + 1
         return ModelRequest(
             system=self._system,
@@ -245,6 +257,26 @@ class Session:
             session_id=self.id,
             turn=turn,
         )
+
+    def _run_generators(self, turn: int) -> dict[str, Emission]:
+        """Turn what the generators say now into ttl-1 reminders for request ``turn``."""
+        if self._generator_clock is None:
+            return {}
+        made: dict[str, Emission] = {}
+        for emission in self._generator_clock.collect():
+            done = self._insert(
+                Reminder(
+                    body=emission.text,
+                    tags=("generator", emission.generator_id),
+                    dedupe_key=f"generator:{emission.generator_id}",
+                    ttl_turns=1,
+                    authority=Authority(emission.authority or Authority.ADVISORY),
+                    source=Source.STDLIB_PROVIDER,
+                    fired_at_turn=turn,
+                )
+            )
+            made[done.reminder_id] = emission
+        return made
 
     def post_turn(self, turn: int) -> PostTurn:
         """Age pending reminders after assistant turn ``turn``."""
