@@ -84,7 +84,9 @@ def test_readme_example_runs() -> None:
     ]
 
 
-@pytest.mark.parametrize("doc", ["docs/core.md", "docs/session-loop.md", "docs/facts.md"])
+@pytest.mark.parametrize(
+    "doc", ["docs/core.md", "docs/session-loop.md", "docs/facts.md", "docs/generators.md"]
+)
 def test_doc_examples_run(doc: str) -> None:
     text = (ROOT / doc).read_text(encoding="utf-8")
     blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
