@@ -6,9 +6,13 @@ the traceback instead.
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from .._errors import explain as _explain
 from .._version import __version__
@@ -17,7 +21,45 @@ from .facts import facts_app
 
 __all__ = ["app", "main"]
 
+
+class _OneLineErrors(TyperGroup):
+    """Usage errors print one ``error: …`` line (exit 2) instead of click's usage block."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        run = functools.partial(
+            super().main,
+            args,
+            prog_name,
+            complete_var,
+            standalone_mode=False,
+            windows_expand_args=windows_expand_args,
+            **extra,
+        )
+        if not standalone_mode:
+            return run()
+        try:
+            code = run()  # without standalone mode an Exit comes back as its code
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        except typer.TyperException as exc:  # usage errors and the like: one line
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+            typer.echo(f"error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="agent-reminders",
     help="System reminders for LLM agent loops.",
     no_args_is_help=True,

@@ -56,7 +56,9 @@ def _show(facts: list[Fact], *, as_json: bool, scores: bool) -> None:
         for f in facts:
             evidence = " ".join(f"{e['kind']}:{e['ref']}" for e in f.evidence)
             score = f"\t{f.score:.3f}" if scores else ""
-            typer.echo(f"{f.id}\t{f.kind}\t{f.confidence:.2f}\t{f.claim}\t{evidence}{score}")
+            fields = (f.id, f.kind, f"{f.confidence:.2f}", f.claim, evidence)
+            # one line per fact: tabs and line breaks inside a field become spaces
+            typer.echo("\t".join(" ".join(x.split()) for x in fields) + score)
         return
     table = Table(show_lines=False)
     for column in ("id", "kind", "conf.", "claim", "evidence", *(["score"] if scores else [])):
