@@ -209,17 +209,19 @@ def fts_query(terms: builtins.list[str]) -> str:
 def _rank(rows: builtins.list[tuple[Any, ...]], terms: set[str]) -> builtins.list[Fact]:
     """Order matches: more distinct query terms first, then BM25, then newest.
 
-    BM25 scores are compared at four decimals: in a small store every common term gets the
-    minimum IDF, and length noise at the sixth decimal must not beat recency.
+    BM25 is compared at four decimals: in a small store every common term gets the minimum
+    IDF, and length noise at the sixth decimal must not beat recency. The reported score is
+    ``matched terms + bm25 / (1 + bm25)``, so it falls (or stays) down the list.
     """
-
-    def key(row: tuple[Any, ...]) -> tuple[int, float, int]:
+    scored = []
+    for row in rows:
         evidence = " ".join(f"{e['kind']} {e['ref']}" for e in json.loads(row[4]))
         text = " ".join((row[1], row[2], evidence, " ".join(json.loads(row[5]))))
         matched = len(terms & {_fold(w) for w in _WORD.findall(text)})
-        return (-matched, -round(row[8], 4), -row[9])
-
-    return [_fact(row[:9], matched=True) for row in sorted(rows, key=key)]
+        bm25 = max(0.0, round(float(row[8]), 4))
+        scored.append((-matched, -bm25, -row[9], matched + bm25 / (1 + bm25), row))
+    scored.sort(key=lambda item: item[:3])
+    return [_fact((*item[4][:8], item[3]), matched=True) for item in scored]
 
 
 class FactStore:
