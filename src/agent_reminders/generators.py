@@ -257,7 +257,8 @@ class ReminderInjector:
         clock: Callable[[], int] | None = None,
         event_log: EventLog | None = None,
     ) -> None:
-        self._clock = GeneratorClock(registry or default_registry(), event_log=event_log)
+        chosen = default_registry() if registry is None else registry
+        self._clock = GeneratorClock(chosen, event_log=event_log)
         self._now = clock or (lambda: int(time.time() * 1000))
 
     @property
