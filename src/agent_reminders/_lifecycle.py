@@ -21,7 +21,7 @@ from ._model import (
     RoleHint,
     Source,
 )
-from ._options import parse_reminder_options, parse_selector
+from ._options import ParsedOptions, parse_reminder_options, parse_selector
 from ._transcript import Transcript
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "inject_reminder",
     "insert_reminder",
     "post_turn",
+    "reminder_from_options",
     "seed_inherited",
 ]
 
@@ -231,9 +232,25 @@ def inject_reminder(
     parsed = parse_reminder_options(options)
     src = _check_source(source)
     turn = check_turn(fired_at_turn, "fired_at_turn")
-    reminder = Reminder(
-        id=(id_factory or new_id)(),
-        body=parsed.body,
+    reminder = reminder_from_options(
+        parsed, source=src, fired_at_turn=turn, id=(id_factory or new_id)()
+    )
+    return insert_reminder(transcript, reminder, event_log=event_log)
+
+
+def reminder_from_options(
+    parsed: ParsedOptions,
+    *,
+    source: Source,
+    fired_at_turn: int,
+    id: str | None = None,
+    body: str | None = None,
+) -> Reminder:
+    """Build the reminder that validated options describe, with the spec defaults filled in
+    (``body`` replaces the options' body, e.g. for a short repeat)."""
+    return Reminder(
+        id=id or new_id(),
+        body=parsed.body if body is None else body,
         tags=parsed.tags,
         dedupe_key=parsed.dedupe_key,
         ttl_turns=parsed.ttl_turns,
@@ -241,10 +258,9 @@ def inject_reminder(
         propagate=parsed.propagate or Propagate.SESSION,
         role_hint=parsed.role_hint or RoleHint.SYSTEM,
         authority=parsed.authority or Authority.CONTRACT,
-        source=src,
-        fired_at_turn=turn,
+        source=source,
+        fired_at_turn=fired_at_turn,
     )
-    return insert_reminder(transcript, reminder, event_log=event_log)
 
 
 def clear_reminders(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
@@ -12,6 +12,8 @@ from ._ids import new_id
 
 __all__ = [
     "AUTHORITY_RANK",
+    "PRODUCER_FIELDS",
+    "REMINDER_FIELDS",
     "Authority",
     "DeliveryMode",
     "Message",
@@ -104,21 +106,11 @@ class Message(TypedDict):
     directive_ids: NotRequired[list[str]]
 
 
-_FIELDS = (
-    "id",
-    "body",
-    "tags",
-    "dedupe_key",
-    "ttl_turns",
-    "preserve_on_compact",
-    "propagate",
-    "role_hint",
-    "authority",
-    "source",
-    "fired_at_turn",
-    "originating_agent_id",
-)
 _OPTIONAL_KEYS = ("dedupe_key", "ttl_turns", "originating_agent_id")
+# Set by the producer, never by strict options (RMD-001 names them as unknown options).
+PRODUCER_FIELDS: frozenset[str] = frozenset(
+    {"id", "source", "fired_at_turn", "originating_agent_id"}
+)
 _E = TypeVar("_E", bound=StrEnum)
 
 
@@ -251,7 +243,7 @@ class Reminder:
             raise ReminderError(
                 "RMD-001", f"a reminder payload must be a mapping, not {type(data).__name__}"
             )
-        unknown = sorted(str(k) for k in data if k not in _FIELDS)
+        unknown = sorted(str(k) for k in data if k not in REMINDER_FIELDS)
         if unknown:
             raise ReminderError("RMD-001", f"unknown option(s): {', '.join(unknown)}")
         if "body" not in data:
@@ -259,6 +251,10 @@ class Reminder:
         tags = data.get("tags", ())
         if not isinstance(tags, list | tuple):
             raise ReminderError("RMD-001", f"tags must be a list of strings; got {tags!r}")
-        kwargs = {k: data[k] for k in _FIELDS if k in data}
+        kwargs = {k: data[k] for k in REMINDER_FIELDS if k in data}
         kwargs["tags"] = tuple(tags)
         return cls(**kwargs)
+
+
+# Every field of the record, in declaration order (the JSON payload's keys).
+REMINDER_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reminder))

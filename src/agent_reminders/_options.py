@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from ._errors import Diagnostic, ReminderError
-from ._model import Authority, Propagate, RoleHint
+from ._model import PRODUCER_FIELDS, REMINDER_FIELDS, Authority, Propagate, RoleHint
 
 __all__ = [
     "OPTION_KEYS",
@@ -19,18 +19,8 @@ __all__ = [
     "parse_selector",
 ]
 
-OPTION_KEYS: frozenset[str] = frozenset(
-    {
-        "body",
-        "tags",
-        "dedupe_key",
-        "ttl_turns",
-        "preserve_on_compact",
-        "propagate",
-        "role_hint",
-        "authority",
-    }
-)
+# The keys a producer may set: every reminder field except those the producer owns.
+OPTION_KEYS: frozenset[str] = frozenset(REMINDER_FIELDS) - PRODUCER_FIELDS
 SELECTOR_KEYS: frozenset[str] = frozenset({"id", "tag", "dedupe_key"})
 
 _E = TypeVar("_E", bound=StrEnum)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ._errors import ReminderError
 from ._ids import IdFactory, new_id
-from ._model import AUTHORITY_RANK, Authority, DeliveryMode, Propagate, RoleHint
+from ._model import AUTHORITY_RANK, REMINDER_FIELDS, Authority, DeliveryMode, Propagate, RoleHint
 
 __all__ = [
     "MODE_ALIASES",
@@ -53,22 +53,10 @@ SEAMS: dict[str, frozenset[DeliveryMode]] = {
     "loop_exit": frozenset({DeliveryMode.AUDIT_ONLY}),
 }
 
-REMINDER_PAYLOAD_KEYS: frozenset[str] = frozenset(
-    {
-        "id",
-        "body",
-        "tags",
-        "dedupe_key",
-        "ttl_turns",
-        "preserve_on_compact",
-        "propagate",
-        "role_hint",
-        "authority",
-        "fired_at_turn",
-        "source",
-        "_meta",
-    }
-)
+# A pushed reminder may carry every field but the inheritance origin, plus host metadata.
+REMINDER_PAYLOAD_KEYS: frozenset[str] = (frozenset(REMINDER_FIELDS) - {"originating_agent_id"}) | {
+    "_meta"
+}
 DEFAULT_MAX_BODY_BYTES = 16384
 
 

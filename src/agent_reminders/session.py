@@ -22,10 +22,11 @@ from ._lifecycle import (
     handoff_reminders,
     insert_reminder,
     post_turn,
+    reminder_from_options,
     seed_inherited,
 )
 from ._messages import validate_message
-from ._model import Authority, Message, Propagate, Reminder, RoleHint, Source
+from ._model import Authority, Message, Reminder, Source
 from ._options import ParsedOptions, parse_reminder_options
 from ._render import EnvelopeStyle, _check_style, neutralize_untrusted, render_directive
 from ._request import ModelRequest
@@ -188,18 +189,7 @@ class Session:
     def _from_parsed(
         self, parsed: ParsedOptions, source: Source, body: str | None = None
     ) -> Reminder:
-        return Reminder(
-            body=parsed.body if body is None else body,
-            tags=parsed.tags,
-            dedupe_key=parsed.dedupe_key,
-            ttl_turns=parsed.ttl_turns,
-            preserve_on_compact=bool(parsed.preserve_on_compact),
-            propagate=parsed.propagate or Propagate.SESSION,
-            role_hint=parsed.role_hint or RoleHint.SYSTEM,
-            authority=parsed.authority or Authority.CONTRACT,
-            source=source,
-            fired_at_turn=self.turn,
-        )
+        return reminder_from_options(parsed, source=source, fired_at_turn=self.turn, body=body)
 
     def inject(self, options: Mapping[str, Any]) -> Injected:
         """Queue a reminder from strict options (source ``in_pipeline``)."""

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENTS",
+    "canonical_reminder",
     "FireResult",
     "Provider",
     "ProviderContext",
@@ -35,6 +36,34 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 # What evaluate() may return: None, a reminder mapping, {"reminder": {...}}, or a list of those.
 ProviderResult = Mapping[str, Any] | list[Mapping[str, Any]] | None
+
+
+def canonical_reminder(
+    provider_id: str,
+    body: str,
+    *,
+    ttl_turns: int | None,
+    tags: list[str] | None = None,
+    dedupe_key: str | None = None,
+    preserve_on_compact: bool = False,
+    propagate: str = "session",
+    role_hint: str = "system",
+) -> dict[str, Any]:
+    """The reminder mapping of a canonical provider, every lifecycle key explicit.
+
+    Defaults follow spec 02 §6: tags ``[provider_id]``, dedupe key ``provider_id``, role hint
+    ``system``, authority ``contract``, propagate ``session``.
+    """
+    return {
+        "body": body,
+        "tags": list(tags) if tags is not None else [provider_id],
+        "dedupe_key": dedupe_key or provider_id,
+        "ttl_turns": ttl_turns,
+        "preserve_on_compact": preserve_on_compact,
+        "propagate": propagate,
+        "role_hint": role_hint,
+        "authority": "contract",
+    }
 
 
 def normalize_event(name: object) -> str:

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["DEFAULT_MAX_FINDINGS", "PROVIDER", "evaluate"]
 
@@ -464,16 +464,15 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         lines.append(f"- … and {more} more finding{'s' if more != 1 else ''} omitted.")
     # The key follows the findings: the same evidence replaces itself, new evidence is new.
     digest = hashlib.sha256("\n".join(unique).encode()).hexdigest()[:12]
-    return {
-        "body": "\n".join(lines),
-        "tags": ["grounded_review", "code_review"],
-        "dedupe_key": f"grounded_review:{event}:{digest}",
-        "ttl_turns": 2,
-        "preserve_on_compact": False,
-        "propagate": "none",
-        "role_hint": "developer",
-        "authority": "contract",
-    }
+    return canonical_reminder(
+        "grounded_review",
+        "\n".join(lines),
+        ttl_turns=2,
+        tags=["grounded_review", "code_review"],
+        dedupe_key=f"grounded_review:{event}:{digest}",
+        propagate="none",
+        role_hint="developer",
+    )
 
 
 PROVIDER = ProviderSpec(

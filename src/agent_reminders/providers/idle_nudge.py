@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["DEFAULT_IDLE_SECONDS", "PROVIDER", "evaluate"]
 
@@ -55,16 +55,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         f"The session was idle for {seconds} seconds. Files, processes or other state may "
         "have changed meanwhile; re-check the current state before acting on earlier results."
     )
-    return {
-        "body": body,
-        "tags": ["idle"],
-        "dedupe_key": "idle_nudge",
-        "ttl_turns": 1,
-        "preserve_on_compact": False,
-        "propagate": "none",
-        "role_hint": "system",
-        "authority": "contract",
-    }
+    return canonical_reminder("idle_nudge", body, ttl_turns=1, tags=["idle"], propagate="none")
 
 
 PROVIDER = ProviderSpec(

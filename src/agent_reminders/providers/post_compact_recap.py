@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["PROVIDER", "evaluate"]
 
@@ -41,16 +41,10 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
             "recap was provided. Do not rely on details from before the compaction without "
             "checking them again."
         )
-    return {
-        "body": body,
-        "tags": ["recap"],
-        "dedupe_key": "post_compact_recap",
-        "ttl_turns": None,  # lives until the next recap replaces it
-        "preserve_on_compact": True,
-        "propagate": "session",
-        "role_hint": "system",
-        "authority": "contract",
-    }
+    # lives until the next recap replaces it
+    return canonical_reminder(
+        "post_compact_recap", body, ttl_turns=None, tags=["recap"], preserve_on_compact=True
+    )
 
 
 PROVIDER = ProviderSpec(

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..facts import DEFAULT_NAMESPACE, Fact, FactStore, normalize_kind
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 from .token_pressure import context_window, live_tokens
 
 __all__ = ["DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate"]
@@ -99,16 +99,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         [f"Project facts from '{namespace}' (recorded earlier; most relevant first):"]
         + [_line(f) for f in facts]
     )
-    return {
-        "body": body,
-        "tags": ["project_facts"],
-        "dedupe_key": "project_facts",
-        "ttl_turns": 1,
-        "preserve_on_compact": False,
-        "propagate": "session",
-        "role_hint": "system",
-        "authority": "contract",
-    }
+    return canonical_reminder("project_facts", body, ttl_turns=1)
 
 
 PROVIDER = ProviderSpec(

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["INITIATORS", "PROVIDER", "evaluate"]
 
@@ -79,16 +79,13 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     # The digest only matters when the earlier transcript was not carried over.
     if payload.get("continue_transcript") is False and digest is not None:
         lines.append(f"The earlier transcript was not kept; digest of the work so far: {digest}")
-    return {
-        "body": "\n".join(lines),
-        "tags": ["resume_continuity"],
-        "dedupe_key": "resume_continuity",
-        "ttl_turns": 1,
-        "preserve_on_compact": True,
-        "propagate": "none",
-        "role_hint": "system",
-        "authority": "contract",
-    }
+    return canonical_reminder(
+        "resume_continuity",
+        "\n".join(lines),
+        ttl_turns=1,
+        preserve_on_compact=True,
+        propagate="none",
+    )
 
 
 PROVIDER = ProviderSpec(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["PROVIDER", "context_window", "evaluate", "live_tokens"]
 
@@ -88,17 +88,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         f"({used}/{window} tokens). Compact or summarize the conversation before "
         "continuing, so that earlier details are not lost when the window overflows."
     )
-    return {
-        "body": body,
-        "tags": ["token_pressure"],
-        "dedupe_key": "token_pressure",
-        "ttl_turns": 2,
-        # Only the last warning before overflow must survive a compaction.
-        "preserve_on_compact": level == "CRITICAL",
-        "propagate": "session",
-        "role_hint": "developer",
-        "authority": "contract",
-    }
+    # Only the last warning before overflow must survive a compaction.
+    return canonical_reminder(
+        "token_pressure",
+        body,
+        ttl_turns=2,
+        preserve_on_compact=level == "CRITICAL",
+        role_hint="developer",
+    )
 
 
 PROVIDER = ProviderSpec(

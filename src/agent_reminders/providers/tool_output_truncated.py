@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["PROVIDER", "evaluate"]
 
@@ -48,16 +48,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         "of it was shown. Do not assume what the missing part says: read the rest in smaller "
         "pieces or narrow the query."
     )
-    return {
-        "body": body,
-        "tags": ["truncation"],
-        "dedupe_key": f"tool_output_truncated:{tool}",
-        "ttl_turns": 1,
-        "preserve_on_compact": False,
-        "propagate": "none",
-        "role_hint": "system",
-        "authority": "contract",
-    }
+    return canonical_reminder(
+        "tool_output_truncated",
+        body,
+        ttl_turns=1,
+        tags=["truncation"],
+        dedupe_key=f"tool_output_truncated:{tool}",
+        propagate="none",
+    )
 
 
 PROVIDER = ProviderSpec(

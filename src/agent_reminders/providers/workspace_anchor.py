@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec
+from .base import ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["PROVIDER", "evaluate"]
 
@@ -55,16 +55,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         f"Primary workspace root: {primary}. {extra} Keep file work inside these roots and "
         "do not write to read-only roots."
     )
-    return {
-        "body": body,
-        "tags": ["workspace_anchor"],
-        "dedupe_key": "workspace_anchor",
-        "ttl_turns": 1,
-        "preserve_on_compact": False,
-        "propagate": "session",
-        "role_hint": "system",
-        "authority": "contract",
-    }
+    return canonical_reminder("workspace_anchor", body, ttl_turns=1)
 
 
 PROVIDER = ProviderSpec(
