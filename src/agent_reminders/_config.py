@@ -38,7 +38,7 @@ class Workspace(TypedDict):
     roots: list[WorkspaceRoot]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ReminderOptions:
     """How a session uses reminder providers.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import ReminderError
@@ -28,7 +28,7 @@ InstructionsMode = Literal["auto", "always", "never"]
 _INSTRUCTION_MODES: tuple[str, ...] = ("auto", "always", "never")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Committed:
     """Result of :func:`commit_directives`; ``message`` is ``None`` when nothing was new."""
 
@@ -37,7 +37,7 @@ class Committed:
     fired: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class PrefixBreak:
     """Where request ``request_index`` stops extending request ``request_index - 1``.
 
@@ -47,7 +47,10 @@ class PrefixBreak:
 
     request_index: int
     message_index: int | None
-    reason: Literal["message_changed", "messages_removed", "system_changed"]
+    # Extra detail; equality is by position alone, so PrefixBreak(3, 0) matches any reason.
+    reason: Literal["message_changed", "messages_removed", "system_changed"] = field(
+        default="message_changed", compare=False
+    )
 
 
 def _keep_best(items: list[Reminder], key_of: Any) -> list[Reminder]:

@@ -98,7 +98,7 @@ class ReminderError(ValueError):
         return (type(self), (self.code, self.message))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     """A lint finding: ``code``, ``severity`` (``error``/``warning``/``info``) and ``message``."""
 

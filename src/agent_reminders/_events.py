@@ -25,7 +25,7 @@ class Kind:
     PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class EventRecord:
     """One record of an :class:`EventLog`: ``seq`` (1, 2, …), ``topic``, ``kind``, ``payload``."""
 

@@ -43,7 +43,7 @@ __all__ = [
 Compactor = Callable[[tuple[Message, ...], tuple[Reminder, ...]], "str | Sequence[Message]"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Injected:
     """Result of :func:`inject_reminder`."""
 
@@ -52,7 +52,7 @@ class Injected:
     deduped_count: int
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Cleared:
     """Result of :func:`clear_reminders`."""
 
@@ -60,7 +60,7 @@ class Cleared:
     removed_count: int
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class PostTurn:
     """Result of :func:`post_turn`."""
 
@@ -70,7 +70,7 @@ class PostTurn:
     remaining_count: int
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Compacted:
     """Result of :func:`compact`; ``archived_messages`` counts the messages compacted away."""
 

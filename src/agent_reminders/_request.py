@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage reported for one model call."""
 
@@ -38,7 +38,7 @@ class Usage:
         }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Tool:
     """A tool the model may call: ``fn(**arguments)`` returns a ``str`` or a ``ToolResult``
     (``fn`` may be sync or async)."""
@@ -72,7 +72,7 @@ class Tool:
         return value
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One request to a model: the byte-stable system prompt, the messages (without internal
     ``directive_ids``), the tool specs, the session id and the turn number."""
@@ -84,7 +84,7 @@ class ModelRequest:
     turn: int = 0
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ModelResponse:
     """A model's answer: an assistant ``message`` and optional ``usage``."""
 
@@ -99,7 +99,7 @@ class Model(Protocol):
     def __call__(self, request: ModelRequest) -> Awaitable[ModelResponse]: ...
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call as hooks see it."""
 
@@ -108,7 +108,7 @@ class ToolCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """The result of a tool call; ``truncated``/``original_size`` are set when output was cut."""
 
@@ -127,7 +127,7 @@ class ToolResult:
         }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolReceipt:
     """What happened around one tool call: ``reminders`` lists the hook-made reminders
     (``{reminder_id, tags, dedupe_key, source, role_hint, authority, ttl_turns,

@@ -95,7 +95,7 @@ class FactError(ValueError):
     """A fact or a fact store is invalid; the message names the field or the file."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Fact:
     """A stored fact; ``score`` >= 0, higher is a better match (0 for facts that only fill)."""
 

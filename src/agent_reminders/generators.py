@@ -148,7 +148,7 @@ def reset_generators() -> None:
     default_registry().reset()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Emission:
     """Text one generator produced in one call (stripped), and the call number."""
 

@@ -44,7 +44,7 @@ PersonaHook = Callable[[str, Mapping[str, Any]], Any]
 WorkerHook = Callable[[str, Mapping[str, Any]], Any]
 
 
-@dataclass(kw_only=True)
+@dataclass
 class HookEffects:
     """Effects gathered from hook return values."""
 
@@ -53,7 +53,7 @@ class HookEffects:
     result: ToolResult | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class DispatchResult:
     """What :meth:`Hooks.dispatch` did: injected reminders (receipt dicts), the actions the
     hooks returned, and the provider fire for events that providers subscribe to."""

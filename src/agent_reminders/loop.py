@@ -37,7 +37,7 @@ class Cancel(Protocol):
     def is_set(self) -> bool: ...
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class LoopResult:
     """The outcome of :func:`agent_loop`."""
 

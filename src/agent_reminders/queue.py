@@ -72,7 +72,7 @@ class QueueError(ValueError):
         super().__init__(message)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """One queued item: ``kind`` (``"user"`` or ``"reminder"``), ``id``, ``mode``, ``payload``.
 

@@ -41,7 +41,7 @@ __all__ = ["ReminderOptions", "SeamResult", "Session", "Workspace"]
 CHECKPOINT = "loop.checkpoint"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class SeamResult:
     """What one seam delivered; ``dispatch_skipped`` is true when an interrupt drained at
     ``pre_tool_dispatch`` skips the pending tool batch."""

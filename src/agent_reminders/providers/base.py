@@ -84,7 +84,7 @@ def normalize_event(name: object) -> str:
     return snake
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ProviderContext:
     """What a provider's ``evaluate(ctx)`` receives.
 
@@ -110,7 +110,7 @@ class ProviderContext:
 Evaluate = Callable[[ProviderContext], ProviderResult]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ProviderSpec:
     """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``."""
 
@@ -124,7 +124,7 @@ class ProviderSpec:
 Provider = ProviderSpec
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class FireResult:
     """What one ``session.fire`` did.
 
