@@ -245,8 +245,8 @@ def test_turn_starts_at_zero_and_prepare_request_advances_it() -> None:
     assert s.turn == 1
     assert req.system == "sys"
     assert req.session_id == "s-1"
-    assert req.tools == ()
-    assert req.messages == ({"role": "user", "content": "hi"},)
+    assert req.tools == []
+    assert req.messages == [{"role": "user", "content": "hi"}]
     req = s.prepare_request()
     assert (req.turn, s.turn) == (1, 2)
     req = s.prepare_request(turn=7)
@@ -278,7 +278,7 @@ def test_prepare_request_without_pending_reminders_adds_no_message() -> None:
     s = Session()
     s.append({"role": "user", "content": "hi"})
     req = s.prepare_request()
-    assert req.messages == ({"role": "user", "content": "hi"},)
+    assert req.messages == [{"role": "user", "content": "hi"}]
 
 
 def test_requests_are_append_only_across_turns() -> None:

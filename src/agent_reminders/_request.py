@@ -75,11 +75,14 @@ class Tool:
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One request to a model: the byte-stable system prompt, the messages (without internal
-    ``directive_ids``), the tool specs, the session id and the turn number."""
+    ``directive_ids``), the tool specs, the session id and the turn number.
+
+    ``messages`` is a fresh list per request; its message dicts are shared with the session's
+    transcript, so treat them as read-only (adapters build new dicts)."""
 
     system: str
-    messages: tuple[Message, ...]
-    tools: tuple[dict[str, Any], ...] = ()
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
     session_id: str = ""
     turn: int = 0
 

@@ -207,7 +207,7 @@ class Session:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def _wire_messages(self) -> tuple[Message, ...]:
+    def _wire_messages(self) -> list[Message]:
         """Messages without ``directive_ids``, extended incrementally while history only grows."""
         t = self._transcript
         log_id, length = self._wire_key
@@ -216,7 +216,7 @@ class Session:
         else:
             self._wire.extend(_strip(m) for m in t._log.messages[length : t._len])
         self._wire_key = (id(t._log), t._len)
-        return tuple(self._wire)
+        return list(self._wire)
 
     def prepare_request(
         self, *, turn: int | None = None, tools: Iterable[Mapping[str, Any]] = ()
@@ -243,7 +243,7 @@ class Session:
         return ModelRequest(
             system=self._system,
             messages=self._wire_messages(),
-            tools=tuple(dict(t) for t in tools),
+            tools=[dict(t) for t in tools],
             session_id=self.id,
             turn=turn,
         )
