@@ -536,7 +536,7 @@ def test_unchanged_durable_reminder_is_not_injected_again() -> None:
     before = len(log.records)
     second = s.fire("post_step")
     assert second.fired_count == 0
-    assert second.reports == ()
+    assert second.reports == []
     assert second.used_body_bytes == 0
     plan_skips = [k for k in second.skipped_reports if k["provider"] == "plan"]
     assert len(plan_skips) == 1

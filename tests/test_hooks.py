@@ -420,7 +420,7 @@ def test_session_hook_runs_on_dispatch_and_injects_with_source_hook() -> None:
     assert r.source is Source.HOOK
     assert r.body == "Start by reading the README."
     assert done.fire is not None  # session_start is a provider event
-    assert hooks.dispatch("session_idle", {"wake_interval_ms": 0}, session=s).reminders == ()
+    assert hooks.dispatch("session_idle", {"wake_interval_ms": 0}, session=s).reminders == []
     assert len(calls) == 1
 
 
@@ -429,7 +429,7 @@ def test_session_hook_actions_are_returned() -> None:
     hooks.session("post_step", lambda e, p: {"action": "continue"})
     done = hooks.dispatch("post_step", {"iteration": 0}, session=Session())
     assert [a["action"] for a in done.actions] == ["continue"]
-    assert done.reminders == ()
+    assert done.reminders == []
 
 
 def test_step_hooks_get_the_iteration_at_post_step() -> None:
@@ -502,7 +502,7 @@ def test_worker_hooks_returning_none_are_fine() -> None:
     s = Session()
     done = hooks.dispatch("worker_completed", {"worker_id": "w1"}, session=s)
     assert calls == [("worker_completed", {"worker_id": "w1"})]
-    assert done.reminders == ()
+    assert done.reminders == []
     assert s.transcript.reminders == ()
 
 

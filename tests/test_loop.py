@@ -294,7 +294,7 @@ async def test_model_sees_the_request_committed_for_its_turn() -> None:
 
     assert [r.turn for r in model.requests] == [0, 1]
     assert "Pending before the first request." in text_of(model.requests[0].messages)
-    assert result.requests == tuple(model.requests)
+    assert result.requests == model.requests
 
 
 @pytest.mark.anyio
@@ -784,9 +784,9 @@ async def test_unknown_tool_gives_an_error_result() -> None:
     assert payload["tool_name"] == "teleport"
     assert payload["result"]["ok"] is False
     assert "teleport" in payload["result"]["content"]
-    assert result.receipts == (
-        ToolReceipt(tool_call_id="c1", tool_name="teleport", ok=False, reminders=()),
-    )
+    assert result.receipts == [
+        ToolReceipt(tool_call_id="c1", tool_name="teleport", ok=False, reminders=[]),
+    ]
     assert result.status == "completed"
     assert_well_formed(result.requests[1].messages)
 
@@ -958,7 +958,7 @@ async def test_cancel_set_before_the_run_stops_before_any_model_call() -> None:
     assert result.status == "cancelled"
     assert model.requests == []
     assert result.iterations == 0
-    assert result.requests == ()
+    assert result.requests == []
     assert checkpoints(log)[-1]["seam"] == "loop_exit"
 
 
@@ -1392,7 +1392,7 @@ async def test_loop_result_fields() -> None:
     assert result.session is session
     assert result.status == "completed"
     assert result.iterations == 3 == len(model.requests)
-    assert result.requests == tuple(model.requests)
+    assert result.requests == model.requests
     assert all(isinstance(r, ModelRequest) for r in result.requests)
     assert [r.turn for r in result.requests] == [0, 1, 2]
     assert {r.system for r in result.requests} == {"You are careful."}
@@ -1400,11 +1400,11 @@ async def test_loop_result_fields() -> None:
     assert result.final_message is not None
     assert result.final_message["role"] == "assistant"
     assert result.final_message["content"] == "finished"
-    assert result.receipts == (
-        ToolReceipt(tool_call_id="c1", tool_name="alpha", ok=True, reminders=()),
-        ToolReceipt(tool_call_id="c2", tool_name="beta", ok=True, reminders=()),
-        ToolReceipt(tool_call_id="c3", tool_name="alpha", ok=True, reminders=()),
-    )
+    assert result.receipts == [
+        ToolReceipt(tool_call_id="c1", tool_name="alpha", ok=True, reminders=[]),
+        ToolReceipt(tool_call_id="c2", tool_name="beta", ok=True, reminders=[]),
+        ToolReceipt(tool_call_id="c3", tool_name="alpha", ok=True, reminders=[]),
+    ]
 
 
 @pytest.mark.anyio

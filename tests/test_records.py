@@ -39,7 +39,7 @@ def test_positional_construction_follows_the_spec_order() -> None:
     tool = Tool("bash", "Run a command.", {"type": "object"}, lambda command: command)
     assert tool.spec()["name"] == "bash"
     assert ToolCall("c1", "bash", {"command": "ls"}).arguments == {"command": "ls"}
-    assert ToolReceipt("c1", "bash", True).reminders == ()
+    assert ToolReceipt("c1", "bash", True).reminders == []
     assert Diagnostic("RMD-004", "warning", "m").severity == "warning"
 
 

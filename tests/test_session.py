@@ -385,7 +385,7 @@ def test_second_identical_compact_recap_is_unchanged_durable_reminder() -> None:
         "post_compact", {"archived_messages": done.archived_messages, "summary": done.summary}
     )
     assert again.fired_count == 0
-    assert again.reports == ()
+    assert again.reports == []
     skips = [x for x in again.skipped_reports if x["provider"] == "post_compact_recap"]
     assert len(skips) == 1
     assert skips[0]["reason"] == "unchanged_durable_reminder"

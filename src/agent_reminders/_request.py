@@ -139,4 +139,4 @@ class ToolReceipt:
     tool_call_id: str
     tool_name: str
     ok: bool
-    reminders: tuple[dict[str, Any], ...] = ()
+    reminders: list[dict[str, Any]] = field(default_factory=list)

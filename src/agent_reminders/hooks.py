@@ -58,8 +58,8 @@ class DispatchResult:
     """What :meth:`Hooks.dispatch` did: injected reminders (receipt dicts), the actions the
     hooks returned, and the provider fire for events that providers subscribe to."""
 
-    reminders: tuple[dict[str, Any], ...] = ()
-    actions: tuple[Mapping[str, Any], ...] = ()
+    reminders: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[Mapping[str, Any]] = field(default_factory=list)
     fire: FireResult | None = None
 
 
@@ -277,4 +277,4 @@ class Hooks:
             raise ValueError(f"unknown hook event {event!r}; expected one of {known}")
         receipts = inject_effects(effects, session)
         fired = session.fire(event, data) if event in EVENTS else None
-        return DispatchResult(reminders=tuple(receipts), actions=tuple(effects.actions), fire=fired)
+        return DispatchResult(reminders=receipts, actions=effects.actions, fire=fired)

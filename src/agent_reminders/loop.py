@@ -44,9 +44,9 @@ class LoopResult:
     session: Session
     final_message: Message | None
     iterations: int
-    requests: tuple[ModelRequest, ...]
+    requests: list[ModelRequest]
     status: LoopStatus
-    receipts: tuple[ToolReceipt, ...]
+    receipts: list[ToolReceipt]
 
 
 class _CancelledError(Exception):
@@ -182,9 +182,7 @@ class _Run:
             },
         )
         self.receipts.append(
-            ToolReceipt(
-                tool_call_id=call.id, tool_name=call.name, ok=result.ok, reminders=tuple(receipts)
-            )
+            ToolReceipt(tool_call_id=call.id, tool_name=call.name, ok=result.ok, reminders=receipts)
         )
 
     async def iterate(self, turn: int) -> Message | None:
@@ -328,7 +326,7 @@ async def agent_loop(
         session=session,
         final_message=final,
         iterations=len(run.requests),
-        requests=tuple(run.requests),
+        requests=run.requests,
         status=status,
-        receipts=tuple(run.receipts),
+        receipts=run.receipts,
     )

@@ -409,9 +409,9 @@ class Session:
                 )
         return FireResult(
             fired_count=len(reports),
-            reports=tuple(reports),
+            reports=reports,
             skipped_count=len(skipped),
-            skipped_reports=tuple(skipped),
+            skipped_reports=skipped,
             budget_bytes=budget,
             used_body_bytes=used,
         )

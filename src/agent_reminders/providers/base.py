@@ -134,8 +134,8 @@ class FireResult:
     """
 
     fired_count: int = 0
-    reports: tuple[dict[str, Any], ...] = ()
+    reports: list[dict[str, Any]] = field(default_factory=list)
     skipped_count: int = 0
-    skipped_reports: tuple[dict[str, Any], ...] = ()
+    skipped_reports: list[dict[str, Any]] = field(default_factory=list)
     budget_bytes: int = 0
     used_body_bytes: int = 0
