@@ -817,3 +817,30 @@ def test_committed_directives_do_not_leak_between_branches():
     assert third.fired == ("r-1",)
     # Within the first branch it is committed.
     assert commit_directives(first.transcript, turn=1).fired == ()
+
+
+def test_message_events_written_by_other_tools_are_read_from_role_and_text_or_blocks() -> None:
+    t = Transcript.from_events(
+        [
+            {"id": "e1", "kind": "message", "role": "user", "text": "hi"},
+            {
+                "id": "e2",
+                "kind": "message",
+                "role": "assistant",
+                "blocks": [{"type": "text", "text": "yo", "visibility": "public"}],
+            },
+        ]
+    )
+    assert t.messages == (
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "yo"}]},
+    )
+    event = t.events[0]
+    assert (event["kind"], event["role"], event["visibility"], event["text"]) == (
+        "message",
+        "user",
+        "public",
+        "hi",
+    )
+    with pytest.raises(ReminderError, match=r"events\[0\]\.role"):
+        Transcript.from_events([{"kind": "message", "role": "robot", "text": "x"}])

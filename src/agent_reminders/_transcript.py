@@ -226,7 +226,14 @@ class Transcript:
         """The serialized event view: message events, then one ``system_reminder`` per
         pending reminder, then invalid reminder events not yet reported."""
         out: list[dict[str, Any]] = [
-            {"id": f"msg-{i}", "kind": "message", "message": copy_json(m)}
+            {
+                "id": f"msg-{i}",
+                "kind": "message",
+                "role": m["role"],
+                "visibility": "public",
+                "text": message_text(m),
+                "message": copy_json(m),
+            }
             for i, m in enumerate(self.messages)
         ]
         out.extend(_event_for(r.to_dict(), f"evt-{r.id}") for r in self.reminders)
@@ -255,7 +262,7 @@ class Transcript:
             if event.get("visibility") == "audit":
                 audit.append(copy_json(event))
             elif kind == "message":
-                messages.append(validate_message(event.get("message"), f"events[{index}].message"))
+                messages.append(_message_of(event, index))
             elif kind == "system_reminder":
                 reminder = _lenient_reminder(event.get("reminder"))
                 if reminder is None:
@@ -306,6 +313,24 @@ class Transcript:
         if not isinstance(tid, str):
             raise ReminderError("RMD-001", "transcript document: id must be a string")
         return cls.from_events(events, id=tid)
+
+
+def _message_of(event: Mapping[str, Any], index: int) -> Message:
+    """The message a ``message`` event carries: its ``message`` field, or (for events written
+    by other tools) one built from ``role`` and ``blocks`` or ``text``."""
+    if "message" in event:
+        return validate_message(event["message"], f"events[{index}].message")
+    blocks = event.get("blocks")
+    content = (
+        [
+            {k: v for k, v in b.items() if k != "visibility"}
+            for b in blocks
+            if isinstance(b, Mapping)
+        ]
+        if isinstance(blocks, list) and blocks
+        else event.get("text")
+    )
+    return validate_message({"role": event.get("role"), "content": content}, f"events[{index}]")
 
 
 def _enum_or_default(enum: type[_E], value: object, default: _E) -> _E:
