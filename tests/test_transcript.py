@@ -844,3 +844,11 @@ def test_message_events_written_by_other_tools_are_read_from_role_and_text_or_bl
     )
     with pytest.raises(ReminderError, match=r"events\[0\]\.role"):
         Transcript.from_events([{"kind": "message", "role": "robot", "text": "x"}])
+
+
+def test_a_reminder_event_without_reminder_falls_back_to_metadata() -> None:
+    payload = {"id": "r1", "body": "Keep the tests green.", "ttl_turns": 2}
+    t = Transcript.from_events([{"id": "e1", "kind": "system_reminder", "metadata": payload}])
+    assert [(r.id, r.body, r.ttl_turns) for r in t.reminders] == [
+        ("r1", "Keep the tests green.", 2)
+    ]

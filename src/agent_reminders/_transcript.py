@@ -264,9 +264,10 @@ class Transcript:
             elif kind == "message":
                 messages.append(_message_of(event, index))
             elif kind == "system_reminder":
-                reminder = _lenient_reminder(event.get("reminder"))
+                # "metadata" carries the same payload; use it when "reminder" is missing
+                payload = event.get("reminder", event.get("metadata"))
+                reminder = _lenient_reminder(payload)
                 if reminder is None:
-                    payload = event.get("reminder")
                     own = payload.get("id") if isinstance(payload, Mapping) else None
                     event_id = event.get("id")
                     reported = own if isinstance(own, str) and own.strip() else event_id
