@@ -595,3 +595,19 @@ def test_child_defaults_to_parent_settings_unless_overridden() -> None:
 def test_child_requires_a_session_parent() -> None:
     with pytest.raises(TypeError):
         Session.child(object())  # type: ignore[arg-type]
+
+
+def test_requests_after_repeated_compactions_show_the_compacted_history() -> None:
+    s = Session()
+    for i in range(8):
+        s.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"})
+        s.inject({"body": f"note {i}", "ttl_turns": 1})
+        s.prepare_request()
+    for summary in ("first recap", "second recap", "third recap"):
+        s.compact(keep_last=2, summary=summary)
+        request = s.prepare_request()
+        expected = [
+            {k: v for k, v in m.items() if k != "directive_ids"} for m in s.transcript.messages
+        ]
+        assert request.messages == expected
+        assert any(m["content"] == summary for m in request.messages)

@@ -21,7 +21,7 @@ from ._model import (
 )
 from ._render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text
 
-__all__ = ["Transcript", "reminder_event"]
+__all__ = ["Transcript", "message_event", "reminder_event"]
 
 FORMAT = "agent-reminders.transcript.v1"
 _E = TypeVar("_E", bound=StrEnum)
@@ -226,15 +226,7 @@ class Transcript:
         """The serialized event view: message events, then one ``system_reminder`` per
         pending reminder, then invalid reminder events not yet reported."""
         out: list[dict[str, Any]] = [
-            {
-                "id": f"msg-{i}",
-                "kind": "message",
-                "role": m["role"],
-                "visibility": "public",
-                "text": message_text(m),
-                "message": copy_json(m),
-            }
-            for i, m in enumerate(self.messages)
+            message_event(m, f"msg-{i}") for i, m in enumerate(self.messages)
         ]
         out.extend(_event_for(r.to_dict(), f"evt-{r.id}") for r in self.reminders)
         out.extend(copy_json(event) for event in self.audit)
@@ -314,6 +306,18 @@ class Transcript:
         if not isinstance(tid, str):
             raise ReminderError("RMD-001", "transcript document: id must be a string")
         return cls.from_events(events, id=tid)
+
+
+def message_event(message: Message, event_id: str) -> dict[str, Any]:
+    """The ``message`` event of the event view (a copy of the message, plus its text)."""
+    return {
+        "id": event_id,
+        "kind": "message",
+        "role": message["role"],
+        "visibility": "public",
+        "text": message_text(message),
+        "message": copy_json(message),
+    }
 
 
 def _message_of(event: Mapping[str, Any], index: int) -> Message:

@@ -30,7 +30,7 @@ from ._model import Authority, Message, Reminder, Source
 from ._options import ParsedOptions, parse_reminder_options
 from ._render import EnvelopeStyle, _check_style, neutralize_untrusted, render_directive
 from ._request import ModelRequest
-from ._transcript import Transcript, reminder_event
+from ._transcript import Transcript, message_event, reminder_event
 from .generators import Emission, GeneratorClock, GeneratorRegistry
 from .providers.base import FireResult, ProviderContext, normalize_event
 from .providers.registry import ProviderRegistry, normalize_results
@@ -144,7 +144,8 @@ class Session:
         if generators is not None:
             self._generator_clock = GeneratorClock(generators, event_log=self.event_log)
             self._generator_clock.on_session_start()
-        self._wire_key: tuple[int, int] = (0, 0)
+        self._wire_log: object = None  # the transcript log self._wire mirrors
+        self._wire_len = 0
 
     # -- state ------------------------------------------------------------------------------
 
@@ -210,12 +211,13 @@ class Session:
     def _wire_messages(self) -> list[Message]:
         """Messages without ``directive_ids``, extended incrementally while history only grows."""
         t = self._transcript
-        log_id, length = self._wire_key
-        if log_id != id(t._log) or length > t._len:
+        # Holding the log itself (not its id()) means a freed log's address reused by a new
+        # one, e.g. after two compactions, can never pass for the history already stripped.
+        if self._wire_log is not t._log or self._wire_len > t._len:
             self._wire = [_strip(m) for m in t.messages]
         else:
-            self._wire.extend(_strip(m) for m in t._log.messages[length : t._len])
-        self._wire_key = (id(t._log), t._len)
+            self._wire.extend(_strip(m) for m in t._log.messages[self._wire_len : t._len])
+        self._wire_log, self._wire_len = t._log, t._len
         return list(self._wire)
 
     def prepare_request(
@@ -490,11 +492,8 @@ class Session:
         if item.kind == "reminder":
             event = reminder_event(self._queued_reminder(item).to_dict())
         else:
-            event = {
-                "id": f"evt-{item.id}",
-                "kind": "message",
-                "message": {"role": "user", "content": item.payload["content"]},
-            }
+            user = validate_message({"role": "user", "content": item.payload["content"]})
+            event = message_event(user, f"evt-{item.id}")
         event["visibility"] = "audit"
         event["mode"] = item.mode.value
         self._transcript = self._transcript._with_audit(event)
