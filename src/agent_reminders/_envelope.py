@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ._errors import ReminderError
 from ._events import EventLog, Kind
-from ._lifecycle import check_log, check_transcript, check_turn, report_invalid
+from ._lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
 from ._model import AUTHORITY_RANK, Message, Reminder
 from ._render import EnvelopeStyle, _check_style, render_directive, render_envelope
 from ._transcript import Transcript
@@ -53,15 +53,8 @@ class PrefixBreak:
     )
 
 
-def _keep_best(items: list[Reminder], key_of: Any) -> list[Reminder]:
-    best: dict[str, Reminder] = {}
-    for r in items:
-        key = key_of(r)
-        if key is None:
-            continue
-        current = best.get(key)
-        if current is None or AUTHORITY_RANK[r.authority] <= AUTHORITY_RANK[current.authority]:
-            best[key] = r
+def _keep_best(items: list[Reminder], key_of: Callable[[Reminder], str | None]) -> list[Reminder]:
+    best = best_by_key(items, key_of)
     return [r for r in items if (k := key_of(r)) is None or best[k] is r]
 
 

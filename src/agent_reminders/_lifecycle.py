@@ -30,6 +30,7 @@ __all__ = [
     "Compactor",
     "Injected",
     "PostTurn",
+    "best_by_key",
     "clear_reminders",
     "compact",
     "handoff_reminders",
@@ -322,9 +323,22 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
     )
 
 
-def _winner_first(a: Reminder, b: Reminder) -> bool:
-    """True when ``b`` (later in the queue) beats ``a``: higher authority, ties to the later."""
-    return AUTHORITY_RANK[b.authority] <= AUTHORITY_RANK[a.authority]
+def best_by_key(
+    reminders: Iterable[Reminder], key_of: Callable[[Reminder], str | None]
+) -> dict[str, Reminder]:
+    """The winner per key: the highest authority, ties to the later reminder in the queue.
+
+    The one collapse rule shared by projection (keys and bodies) and compaction (keys).
+    """
+    best: dict[str, Reminder] = {}
+    for r in reminders:
+        key = key_of(r)
+        if key is None:
+            continue
+        current = best.get(key)
+        if current is None or AUTHORITY_RANK[r.authority] <= AUTHORITY_RANK[current.authority]:
+            best[key] = r
+    return best
 
 
 def _default_layout(
@@ -404,12 +418,7 @@ def compact(
         else:
             ticked.append(r._evolve(ttl_turns=r.ttl_turns - 1))
     # 2. Dedupe-key collapse.
-    winners: dict[str, Reminder] = {}
-    for r in ticked:
-        if r.dedupe_key is not None:
-            current = winners.get(r.dedupe_key)
-            if current is None or _winner_first(current, r):
-                winners[r.dedupe_key] = r
+    winners = best_by_key(ticked, lambda r: r.dedupe_key)
     survivors = [r for r in ticked if r.dedupe_key is None or winners[r.dedupe_key] is r]
     losers: dict[str, list[Reminder]] = {}
     for r in ticked:
