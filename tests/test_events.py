@@ -373,3 +373,15 @@ def test_nothing_is_emitted_without_a_log():
 def test_a_non_log_event_log_argument_is_rejected(bad):
     with pytest.raises(TypeError):
         inject_reminder(Transcript(), {"body": "x"}, event_log=bad)
+
+
+def test_unsubscribing_twice_leaves_a_second_subscription_of_the_same_callback() -> None:
+    log = EventLog()
+    seen: list[str] = []
+    first = log.subscribe(lambda r: seen.append(r.kind))
+    callback = log._shared.subscribers[0][1]
+    log.subscribe(callback)
+    first()
+    first()  # harmless: the other subscription of the same callback stays
+    log.emit("x.one")
+    assert seen == ["x.one"]

@@ -166,8 +166,12 @@ class EventLog:
             shared.subscribers.append(entry)
 
         def unsubscribe() -> None:
+            # By identity: the same callback subscribed twice gives two equal tuples, and
+            # a second call of one unsubscribe must not remove the other subscription.
             with shared.lock:
-                if entry in shared.subscribers:
-                    shared.subscribers.remove(entry)
+                for index, item in enumerate(shared.subscribers):
+                    if item is entry:
+                        del shared.subscribers[index]
+                        break
 
         return unsubscribe
