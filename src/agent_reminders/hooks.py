@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ReminderError
+from ._lifecycle import Injected, injected_payload
 from ._model import Source
 from ._request import ToolCall, ToolResult
 from .providers.base import EVENTS, FireResult
@@ -119,19 +120,22 @@ def collect_effects(value: object, where: str, into: HookEffects | None = None) 
     return out
 
 
-def receipt(done: Any, session: Session) -> dict[str, Any]:
-    """The receipt entry of an injected reminder (never its body)."""
-    r = next(x for x in session.transcript.reminders if x.id == done.reminder_id)
-    return {
-        "reminder_id": r.id,
-        "tags": list(r.tags),
-        "dedupe_key": r.dedupe_key,
-        "source": r.source.value,
-        "role_hint": r.role_hint.value,
-        "authority": r.authority.value,
-        "ttl_turns": r.ttl_turns,
-        "deduped_count": done.deduped_count,
-    }
+RECEIPT_KEYS = (
+    "reminder_id",
+    "tags",
+    "dedupe_key",
+    "source",
+    "role_hint",
+    "authority",
+    "ttl_turns",
+)
+
+
+def receipt(done: Injected, session: Session) -> dict[str, Any]:
+    """The receipt entry of an injected reminder: its lifecycle fields, never its body."""
+    reminder = next(r for r in session.transcript.reminders if r.id == done.reminder_id)
+    fields = injected_payload(reminder)
+    return {**{key: fields[key] for key in RECEIPT_KEYS}, "deduped_count": done.deduped_count}
 
 
 def inject_effects(effects: HookEffects, session: Session) -> list[dict[str, Any]]:
