@@ -197,6 +197,13 @@ def query_terms(text: str) -> builtins.list[str]:
     return builtins.list(dict.fromkeys(w for w in words if w))[:_MAX_QUERY_TERMS]
 
 
+def _row(
+    fields: tuple[str, str, float, builtins.list[dict[str, str]], builtins.list[str]], ns: str
+) -> tuple[Any, ...]:
+    kind, claim, confidence, evidence, tags = fields
+    return (new_id(), ns, kind, claim, confidence, json.dumps(evidence), json.dumps(tags))
+
+
 def fts_query(terms: builtins.list[str]) -> str:
     """A safe FTS5 query: each word quoted, joined by ``OR``.
 
@@ -296,25 +303,8 @@ class FactStore:
         Raises:
             FactError: naming the bad field; nothing is stored.
         """
-        kind, claim, confidence, evidence, tags = _validate(fact)
-        ns = _check_namespace(namespace)
-        fid = new_id()
-        with self._write():
-            self._db.execute(
-                "INSERT INTO facts (id, namespace, kind, claim, confidence, evidence, tags, "
-                "stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    fid,
-                    ns,
-                    kind,
-                    claim,
-                    confidence,
-                    json.dumps(evidence),
-                    json.dumps(tags),
-                    time.time(),
-                ),
-            )
-        return fid
+        fields = _validate(fact)
+        return self._insert([_row(fields, _check_namespace(namespace))])[0]
 
     def store_facts(
         self, facts: Iterable[Mapping[str, Any]], *, namespace: str = DEFAULT_NAMESPACE
@@ -325,12 +315,12 @@ class FactStore:
         rows = []
         for index, fact in enumerate(facts):
             try:
-                kind, claim, confidence, evidence, tags = _validate(fact)
+                rows.append(_row(_validate(fact), ns))
             except FactError as exc:
                 raise FactError(f"facts[{index}]: {exc}") from None
-            rows.append(
-                (new_id(), ns, kind, claim, confidence, json.dumps(evidence), json.dumps(tags))
-            )
+        return self._insert(rows)
+
+    def _insert(self, rows: builtins.list[tuple[Any, ...]]) -> builtins.list[str]:
         now = time.time()
         with self._write():
             self._db.executemany(
