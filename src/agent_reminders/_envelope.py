@@ -12,7 +12,7 @@ from ._errors import ReminderError
 from ._events import EventLog, Kind
 from ._lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
 from ._model import AUTHORITY_RANK, Message, Reminder
-from ._render import EnvelopeStyle, _check_style, render_directive, render_envelope
+from ._render import EnvelopeStyle, check_style, render_directive, render_envelope
 from ._transcript import Transcript
 
 __all__ = [
@@ -25,7 +25,15 @@ __all__ = [
 ]
 
 InstructionsMode = Literal["auto", "always", "never"]
-_INSTRUCTION_MODES: tuple[str, ...] = ("auto", "always", "never")
+
+
+def check_instructions(value: object, name: str = "instructions") -> InstructionsMode:
+    """Validate an instructions mode (``auto``, ``always``, ``never``)."""
+    if value == "auto" or value == "always" or value == "never":
+        return value
+    raise ReminderError(
+        "RMD-001", f"{name} must be one of 'auto', 'always', 'never'; got {value!r}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +101,8 @@ def commit_directives(
     """
     transcript = check_transcript(transcript)
     turn = check_turn(turn)
-    checked_style = _check_style(style)
-    if instructions not in _INSTRUCTION_MODES:
-        raise ReminderError(
-            "RMD-001",
-            f"instructions must be one of 'auto', 'always', 'never'; got {instructions!r}",
-        )
+    checked_style = check_style(style)
+    check_instructions(instructions)
     log = check_log(event_log)
     transcript = report_invalid(transcript, log)
 

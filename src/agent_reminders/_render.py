@@ -71,7 +71,7 @@ def render_directive(reminder: Reminder) -> str:
     )
 
 
-def _check_style(style: object) -> EnvelopeStyle:
+def check_style(style: object) -> EnvelopeStyle:
     if style == "context_directives":
         return "context_directives"
     if style == "system_reminder":
@@ -98,7 +98,7 @@ def render_envelope(
         ReminderError: ``RMD-001`` for an unknown style or an empty list.
     """
     items = list(reminders)
-    checked = _check_style(style)
+    checked = check_style(style)
     if not items:
         raise ReminderError("RMD-001", "reminders is empty: an envelope needs at least one")
     for item in items:

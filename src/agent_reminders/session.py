@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
-from ._envelope import InstructionsMode, commit_directives
+from ._envelope import InstructionsMode, check_instructions, commit_directives
 from ._errors import ReminderError
 from ._events import EventLog, Kind
 from ._ids import new_id
@@ -28,7 +28,7 @@ from ._lifecycle import (
 from ._messages import validate_message
 from ._model import Authority, Message, Reminder, Source
 from ._options import ParsedOptions, parse_reminder_options
-from ._render import EnvelopeStyle, _check_style, neutralize_untrusted, render_directive
+from ._render import EnvelopeStyle, check_style, neutralize_untrusted, render_directive
 from ._request import ModelRequest
 from ._transcript import Transcript, message_event, reminder_event
 from .generators import Emission, GeneratorClock, GeneratorRegistry
@@ -112,12 +112,6 @@ class Session:
             raise TypeError(
                 f"generators must be a GeneratorRegistry or None, not {type(generators).__name__}"
             )
-        if envelope_instructions not in ("auto", "always", "never"):
-            raise ReminderError(
-                "RMD-001",
-                "envelope_instructions must be 'auto', 'always' or 'never'; "
-                f"got {envelope_instructions!r}",
-            )
         self.id: str = session_id or new_id()
         self.agent_id: str = agent_id or self.id
         self._system = system
@@ -127,8 +121,10 @@ class Session:
         )
         self.reminder_options: ReminderOptions = parse_reminder_config(reminders)
         self.workspace: Workspace | None = parse_workspace(workspace)
-        self.envelope_style: EnvelopeStyle = _check_style(envelope_style)
-        self.envelope_instructions: InstructionsMode = envelope_instructions
+        self.envelope_style: EnvelopeStyle = check_style(envelope_style)
+        self.envelope_instructions: InstructionsMode = check_instructions(
+            envelope_instructions, "envelope_instructions"
+        )
         self.store = store
         self.generators: GeneratorRegistry | None = generators
         self.providers = ProviderRegistry()
