@@ -10,6 +10,7 @@ from ._model import Message
 from ._render import neutralize_untrusted
 from ._request import Model, ModelRequest, ModelResponse, Tool, ToolCall, ToolReceipt, ToolResult
 from .hooks import Hooks
+from .providers.base import command_of
 from .queue import InjectionQueue
 from .session import ReminderOptions, Session
 
@@ -51,17 +52,6 @@ class LoopResult:
 
 class _CancelledError(Exception):
     """Raised at a seam when ``cancel`` is set; never leaves :func:`agent_loop`."""
-
-
-def command_of(arguments: Mapping[str, Any]) -> str | None:
-    """The ``command`` (or ``cmd``) argument as a string; a list is joined with spaces."""
-    for key in ("command", "cmd"):
-        value = arguments.get(key)
-        if isinstance(value, str):
-            return value
-        if isinstance(value, list | tuple):
-            return " ".join(str(v) for v in value)
-    return None
 
 
 def _as_result(value: object) -> ToolResult:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENTS",
     "canonical_reminder",
+    "command_of",
     "FireResult",
     "Provider",
     "ProviderContext",
@@ -64,6 +65,22 @@ def canonical_reminder(
         "role_hint": role_hint,
         "authority": "contract",
     }
+
+
+def command_of(arguments: object) -> str | None:
+    """The ``command`` (or ``cmd``) tool argument as a string; a list is joined with spaces.
+
+    Used for ``post_tool_use`` payloads and by providers reading tool calls.
+    """
+    if not isinstance(arguments, Mapping):
+        return None
+    for key in ("command", "cmd"):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list | tuple):
+            return " ".join(str(v) for v in value)
+    return None
 
 
 def normalize_event(name: object) -> str:

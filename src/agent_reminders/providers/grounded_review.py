@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ProviderContext, ProviderSpec, canonical_reminder, command_of
 
 __all__ = ["DEFAULT_MAX_FINDINGS", "PROVIDER", "evaluate"]
 
@@ -323,11 +323,8 @@ def _error_summary(content: str) -> str:
 
 
 def _command_of(record: Mapping[str, Any]) -> str | None:
-    arguments = record.get("arguments")
-    candidates = [record.get("command")]
-    if isinstance(arguments, Mapping):
-        candidates += [arguments.get("command"), arguments.get("cmd")]
-    for value in candidates:
+    # The payload's own command first (hosts send it), then the tool call's arguments.
+    for value in (record.get("command"), command_of(record.get("arguments"))):
         if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
             value = " ".join(value)
         if isinstance(value, str) and value.strip():
