@@ -27,7 +27,7 @@ from ._lifecycle import (
 )
 from ._messages import validate_message
 from ._model import Authority, Message, Reminder, Source
-from ._options import ParsedOptions, parse_reminder_options
+from ._options import OPTION_KEYS, ParsedOptions, parse_reminder_options
 from ._render import EnvelopeStyle, check_style, neutralize_untrusted, render_directive
 from ._request import ModelRequest
 from ._transcript import Transcript, message_event, reminder_event
@@ -469,20 +469,9 @@ class Session:
         return SeamResult(seam=seam, delivered=tuple(items), dispatch_skipped=skipped)
 
     def _queued_reminder(self, item: QueueItem) -> Reminder:
-        p = item.payload
-        return Reminder(
-            id=item.id,
-            body=p["body"],
-            tags=tuple(p["tags"]),
-            dedupe_key=p["dedupe_key"],
-            ttl_turns=p["ttl_turns"],
-            preserve_on_compact=p["preserve_on_compact"],
-            propagate=p["propagate"],
-            role_hint=p["role_hint"],
-            authority=p["authority"],
-            source=Source.BRIDGE,
-            fired_at_turn=self.turn,
-        )
+        # the payload's option fields as validated; the session sets id, source and turn
+        fields = {key: item.payload[key] for key in OPTION_KEYS}
+        return Reminder(**fields, id=item.id, source=Source.BRIDGE, fired_at_turn=self.turn)
 
     def _record_audit(self, item: QueueItem) -> None:
         if item.kind == "reminder":
