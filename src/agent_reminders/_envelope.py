@@ -12,7 +12,7 @@ from ._errors import ReminderError
 from ._events import EventLog, Kind
 from ._lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
 from ._model import AUTHORITY_RANK, Message, Reminder
-from ._render import EnvelopeStyle, check_style, render_directive, render_envelope
+from ._render import EnvelopeStyle, check_style, render_envelope
 from ._transcript import Transcript
 
 __all__ = [
@@ -106,11 +106,7 @@ def commit_directives(
     log = check_log(event_log)
     transcript = report_invalid(transcript, log)
 
-    fresh = [
-        r
-        for r in project(transcript.reminders)
-        if not transcript._is_committed(r.id, render_directive(r))
-    ]
+    fresh = [r for r in project(transcript.reminders) if not transcript._is_committed(r)]
     if not fresh:
         return Committed(transcript=transcript, message=None, fired=())
     with_instructions = instructions == "always" or (

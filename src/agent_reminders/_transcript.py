@@ -19,7 +19,7 @@ from ._model import (
     RoleHint,
     Source,
 )
-from ._render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text
+from ._render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text, render_directive
 
 __all__ = ["Transcript", "message_event", "reminder_event"]
 
@@ -207,12 +207,16 @@ class Transcript:
         """Record an audit-only entry: kept in the event view, never sent to the model."""
         return self._derive(audit=(*self.audit, event))
 
-    def _is_committed(self, reminder_id: str, rendered: str) -> bool:
+    def _is_committed(self, reminder: Reminder) -> bool:
+        """Whether ``reminder`` is already in history: its id in some message's
+        ``directive_ids``, or its rendered text in history that has no such key."""
         log, length = self._log, self._len
-        at = log.directive_at.get(reminder_id)
+        at = log.directive_at.get(reminder.id)
         if at is not None and at < length:
             return True
-        at = log.text_at.get(rendered)
+        if not log.text_at:  # no foreign directive text anywhere: skip rendering
+            return False
+        at = log.text_at.get(render_directive(reminder))
         return at is not None and at < length
 
     def _has_instructions(self) -> bool:

@@ -28,7 +28,7 @@ from ._lifecycle import (
 from ._messages import validate_message
 from ._model import Authority, Message, Reminder, Source
 from ._options import OPTION_KEYS, ParsedOptions, parse_reminder_options
-from ._render import EnvelopeStyle, check_style, neutralize_untrusted, render_directive
+from ._render import EnvelopeStyle, check_style, neutralize_untrusted
 from ._request import ModelRequest
 from ._transcript import Transcript, message_event, reminder_event
 from .generators import Emission, GeneratorClock, GeneratorRegistry
@@ -324,11 +324,7 @@ class Session:
         if self._full_bodies.get(key) == parsed.body:
             same_text.add(short)
         for r in self._transcript.reminders:
-            if (
-                r.dedupe_key == key
-                and r.body in same_text
-                and self._transcript._is_committed(r.id, render_directive(r))
-            ):
+            if r.dedupe_key == key and r.body in same_text and self._transcript._is_committed(r):
                 return short
         self._full_bodies[key] = parsed.body
         return parsed.body
