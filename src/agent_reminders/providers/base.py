@@ -15,7 +15,6 @@ __all__ = [
     "canonical_reminder",
     "command_of",
     "FireResult",
-    "Provider",
     "ProviderContext",
     "ProviderResult",
     "ProviderSpec",
@@ -136,9 +135,6 @@ class ProviderSpec:
     evaluate: Evaluate
     canonical: bool = False
     description: str = field(default="", compare=False)
-
-
-Provider = ProviderSpec
 
 
 @dataclass(frozen=True, slots=True)
