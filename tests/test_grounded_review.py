@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from agent_reminders import Authority, Propagate, RoleHint
-from agent_reminders._config import ReminderOptions
-from agent_reminders._options import OPTION_KEYS, parse_reminder_options
+from agent_reminders._core.fields import OPTION_KEYS, parse_reminder_options
+from agent_reminders.config import ReminderOptions
 from agent_reminders.providers.base import ProviderContext
 from agent_reminders.providers.grounded_review import PROVIDER, evaluate
 

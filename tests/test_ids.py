@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from agent_reminders import _ids, new_id
+from agent_reminders import new_id
+from agent_reminders._core import ids as _ids
 
 
 def test_ids_are_uuid7_and_sorted() -> None:

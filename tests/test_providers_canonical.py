@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent_reminders._config import ReminderOptions, Workspace
-from agent_reminders._options import parse_reminder_options
+from agent_reminders._core.fields import parse_reminder_options
+from agent_reminders.config import ReminderOptions, Workspace
 from agent_reminders.providers import (
     idle_nudge,
     post_compact_recap,

@@ -5,8 +5,7 @@ and appended as a new trailing message that is never edited again — so the ser
 N+1 always begins with request N and provider prompt caches stay warm.
 """
 
-from ._config import ReminderOptions, Workspace
-from ._envelope import (
+from ._core.envelope import (
     Committed,
     InstructionsMode,
     PrefixBreak,
@@ -14,10 +13,11 @@ from ._envelope import (
     commit_directives,
     project,
 )
-from ._errors import Diagnostic, ReminderError, explain
-from ._events import LIFECYCLE_TOPIC, EventLog, EventRecord
-from ._ids import new_id
-from ._lifecycle import (
+from ._core.errors import Diagnostic, ReminderError, explain
+from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
+from ._core.fields import lint_reminder_options
+from ._core.ids import new_id
+from ._core.lifecycle import (
     Cleared,
     Compacted,
     Injected,
@@ -30,16 +30,15 @@ from ._lifecycle import (
     post_turn,
     seed_inherited,
 )
-from ._model import Authority, DeliveryMode, Message, Propagate, Reminder, RoleHint, Source
-from ._options import lint_reminder_options
-from ._render import (
+from ._core.records import Authority, DeliveryMode, Message, Propagate, Reminder, RoleHint, Source
+from ._core.render import (
     ENVELOPE_INSTRUCTIONS,
     EnvelopeStyle,
     neutralize_untrusted,
     render_directive,
     render_envelope,
 )
-from ._request import (
+from ._core.request import (
     Model,
     ModelRequest,
     ModelResponse,
@@ -49,8 +48,9 @@ from ._request import (
     ToolResult,
     Usage,
 )
-from ._transcript import Transcript, reminder_event
+from ._core.transcript import Transcript, reminder_event
 from ._version import __version__
+from .config import ReminderOptions, Workspace
 from .hooks import DispatchResult, Hooks
 from .loop import LoopResult, agent_loop
 from .providers import FireResult, ProviderContext, lint_agent_options

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._ids import new_id
+from ._core.ids import new_id
 
 __all__ = [
     "DEFAULT_NAMESPACE",

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._events import EventLog, Kind
+from ._core.events import EventLog, Kind
 
 __all__ = [
     "Emission",

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ReminderError
-from ._lifecycle import Injected, injected_payload
-from ._model import Source
-from ._request import ToolCall, ToolResult
+from ._core.errors import ReminderError
+from ._core.lifecycle import Injected, injected_payload
+from ._core.records import Source
+from ._core.request import ToolCall, ToolResult
 from .providers.base import EVENTS, FireResult
 
 if TYPE_CHECKING:

@@ -13,14 +13,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._errors import ReminderError
-from ._ids import IdFactory, new_id
-from ._model import AUTHORITY_RANK, REMINDER_FIELDS, Authority, DeliveryMode, Propagate, RoleHint
+from ._core.errors import ReminderError
+from ._core.ids import IdFactory, new_id
+from ._core.records import (
+    AUTHORITY_RANK,
+    REMINDER_FIELDS,
+    Authority,
+    DeliveryMode,
+    Propagate,
+    RoleHint,
+)
+from .loop.seams import SEAMS
 
 __all__ = [
     "MODE_ALIASES",
     "REMINDER_PAYLOAD_KEYS",
-    "SEAMS",
     "InjectionQueue",
     "QueueError",
     "QueueItem",
@@ -39,19 +46,6 @@ MODE_ALIASES: dict[str, DeliveryMode] = {
     "wait_for_completion": DeliveryMode.AUDIT_ONLY,
 }
 
-_NOW = frozenset({DeliveryMode.INTERRUPT_IMMEDIATE})
-_STEP = frozenset({DeliveryMode.INTERRUPT_IMMEDIATE, DeliveryMode.FINISH_STEP})
-
-# seam -> the delivery modes it drains (spec 02 §4).
-SEAMS: dict[str, frozenset[DeliveryMode]] = {
-    "iteration_start": _STEP,
-    "pre_tool_dispatch": _NOW,
-    "post_tool_dispatch": _STEP,
-    "iteration_end": _STEP,
-    "daemon_idle_pre": _NOW,
-    "daemon_idle_post": _NOW,
-    "loop_exit": frozenset({DeliveryMode.AUDIT_ONLY}),
-}
 
 # A pushed reminder may carry every field but the inheritance origin, plus host metadata.
 REMINDER_PAYLOAD_KEYS: frozenset[str] = (frozenset(REMINDER_FIELDS) - {"originating_agent_id"}) | {

@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
-from ._envelope import InstructionsMode, check_instructions, commit_directives
-from ._errors import ReminderError
-from ._events import EventLog, Kind
-from ._ids import new_id
-from ._lifecycle import (
+from ._core.envelope import InstructionsMode, check_instructions, commit_directives
+from ._core.errors import ReminderError
+from ._core.events import EventLog, Kind
+from ._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
+from ._core.ids import new_id
+from ._core.lifecycle import (
     Cleared,
     Compacted,
     Injected,
@@ -25,16 +25,17 @@ from ._lifecycle import (
     reminder_from_options,
     seed_inherited,
 )
-from ._messages import validate_message
-from ._model import Authority, Message, Reminder, Source
-from ._options import OPTION_KEYS, ParsedOptions, parse_reminder_options
-from ._render import EnvelopeStyle, check_style, neutralize_untrusted
-from ._request import ModelRequest
-from ._transcript import Transcript, message_event, reminder_event
+from ._core.messages import validate_message
+from ._core.records import Authority, Message, Reminder, Source
+from ._core.render import EnvelopeStyle, check_style, neutralize_untrusted
+from ._core.request import ModelRequest
+from ._core.transcript import Transcript, message_event, reminder_event
+from .config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
 from .generators import Emission, GeneratorClock, GeneratorRegistry
+from .loop.seams import SEAMS
 from .providers.base import FireResult, ProviderContext, normalize_event
 from .providers.registry import ProviderRegistry, normalize_results
-from .queue import SEAMS, InjectionQueue, QueueItem
+from .queue import InjectionQueue, QueueItem
 
 __all__ = ["ReminderOptions", "SeamResult", "Session", "Workspace"]
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from .._errors import explain as _explain
+from .._core.errors import explain as _explain
 from .._version import __version__
 from ._common import handle_errors, state
 from .facts import facts_app

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._config import ReminderOptions, Workspace
+    from ..config import ReminderOptions, Workspace
 
 __all__ = [
     "EVENTS",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._config import ReminderOptions, parse_reminder_config
-from .._errors import Diagnostic, ReminderError
-from .._options import OPTION_KEYS, ParsedOptions, parse_reminder_options
+from .._core.errors import Diagnostic, ReminderError
+from .._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
+from ..config import ReminderOptions, parse_reminder_config
 from . import (
     grounded_review,
     idle_nudge,

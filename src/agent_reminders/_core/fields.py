@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from ._errors import Diagnostic, ReminderError
-from ._model import PRODUCER_FIELDS, REMINDER_FIELDS, Authority, Propagate, RoleHint
+from .errors import Diagnostic, ReminderError
+from .records import PRODUCER_FIELDS, REMINDER_FIELDS, Authority, Propagate, RoleHint
 
 __all__ = [
     "OPTION_KEYS",

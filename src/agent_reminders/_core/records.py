@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
-from ._errors import ReminderError
-from ._ids import new_id
+from .errors import ReminderError
+from .ids import new_id
 
 __all__ = [
     "AUTHORITY_RANK",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ._errors import ReminderError
-from ._model import Message
+from .errors import ReminderError
+from .records import Message
 
 __all__ = ["ROLES", "copy_json", "validate_message"]
 

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._errors import ReminderError
-from ._events import EventLog, Kind
-from ._lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
-from ._model import AUTHORITY_RANK, Message, Reminder
-from ._render import EnvelopeStyle, check_style, render_envelope
-from ._transcript import Transcript
+from .errors import ReminderError
+from .events import EventLog, Kind
+from .lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
+from .records import AUTHORITY_RANK, Message, Reminder
+from .render import EnvelopeStyle, check_style, render_envelope
+from .transcript import Transcript
 
 __all__ = [
     "Committed",

@@ -8,11 +8,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ._errors import ReminderError
-from ._events import EventLog, Kind
-from ._ids import IdFactory, new_id
-from ._messages import validate_message
-from ._model import (
+from .errors import ReminderError
+from .events import EventLog, Kind
+from .fields import ParsedOptions, parse_reminder_options, parse_selector
+from .ids import IdFactory, new_id
+from .messages import validate_message
+from .records import (
     AUTHORITY_RANK,
     Authority,
     Message,
@@ -21,8 +22,7 @@ from ._model import (
     RoleHint,
     Source,
 )
-from ._options import ParsedOptions, parse_reminder_options, parse_selector
-from ._transcript import Transcript
+from .transcript import Transcript
 
 __all__ = [
     "Cleared",

@@ -6,13 +6,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ._model import Message
-from ._render import neutralize_untrusted
-from ._request import Model, ModelRequest, ModelResponse, Tool, ToolCall, ToolReceipt, ToolResult
-from .hooks import Hooks
-from .providers.base import command_of
-from .queue import InjectionQueue
-from .session import ReminderOptions, Session
+from .._core.records import Message
+from .._core.render import neutralize_untrusted
+from .._core.request import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    Tool,
+    ToolCall,
+    ToolReceipt,
+    ToolResult,
+)
+from ..hooks import Hooks
+from ..providers.base import command_of
+from ..queue import InjectionQueue
+from ..session import ReminderOptions, Session
 
 __all__ = [
     "Cancel",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from ._errors import ReminderError
+from ._core.errors import ReminderError
 
 __all__ = [
     "DEFAULT_MAX_ITERATION_BYTES",

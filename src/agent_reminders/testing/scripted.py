@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._messages import validate_message
-from ._request import ModelRequest, ModelResponse, Usage
+from .._core.messages import validate_message
+from .._core.request import ModelRequest, ModelResponse, Usage
 
 __all__ = ["ScriptExhaustedError", "ScriptedModel", "response_from"]
 

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from ._errors import ReminderError
-from ._model import Reminder, RoleHint
+from .errors import ReminderError
+from .records import Reminder, RoleHint
 
 __all__ = [
     "ENVELOPE_INSTRUCTIONS",

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from ._errors import ReminderError
-from ._ids import new_id
-from ._messages import copy_json, validate_message
-from ._model import (
+from .errors import ReminderError
+from .ids import new_id
+from .messages import copy_json, validate_message
+from .records import (
     Authority,
     Message,
     Propagate,
@@ -19,7 +19,7 @@ from ._model import (
     RoleHint,
     Source,
 )
-from ._render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text, render_directive
+from .render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text, render_directive
 
 __all__ = ["Transcript", "message_event", "reminder_event"]
 
