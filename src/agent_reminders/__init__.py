@@ -13,7 +13,18 @@ from ._core.envelope import (
     commit_directives,
     project,
 )
-from ._core.errors import Diagnostic, ReminderError, explain
+from ._core.errors import (
+    AgentRemindersError,
+    ConfigError,
+    Diagnostic,
+    FactError,
+    MessageError,
+    QueueError,
+    ReminderError,
+    ScriptError,
+    StateError,
+    explain,
+)
 from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
 from ._core.fields import lint_reminder_options
 from ._core.ids import new_id
@@ -54,14 +65,16 @@ from .config import ReminderOptions, Workspace
 from .hooks import DispatchResult, Hooks
 from .loop import LoopResult, agent_loop
 from .providers import FireResult, ProviderContext, lint_agent_options
-from .queue import InjectionQueue, QueueError, QueueItem
+from .queue import InjectionQueue, QueueItem
 from .session import SeamResult, Session
 
 __all__ = [
+    "AgentRemindersError",
     "Authority",
     "Cleared",
     "Committed",
     "Compacted",
+    "ConfigError",
     "DeliveryMode",
     "Diagnostic",
     "DispatchResult",
@@ -69,6 +82,7 @@ __all__ = [
     "EnvelopeStyle",
     "EventLog",
     "EventRecord",
+    "FactError",
     "FireResult",
     "Hooks",
     "Injected",
@@ -77,6 +91,7 @@ __all__ = [
     "LIFECYCLE_TOPIC",
     "LoopResult",
     "Message",
+    "MessageError",
     "Model",
     "ModelRequest",
     "ModelResponse",
@@ -90,9 +105,11 @@ __all__ = [
     "ReminderError",
     "ReminderOptions",
     "RoleHint",
+    "ScriptError",
     "SeamResult",
     "Session",
     "Source",
+    "StateError",
     "Tool",
     "ToolCall",
     "ToolReceipt",

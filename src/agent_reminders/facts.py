@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._core.errors import FactError
 from ._core.ids import new_id
 
 __all__ = [
@@ -89,10 +90,6 @@ _DDL: tuple[str, ...] = (
     });
     END""",
 )
-
-
-class FactError(ValueError):
-    """A fact or a fact store is invalid; the message names the field or the file."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._core.errors import ReminderError
+from ._core.errors import QueueError, ReminderError
 from ._core.ids import IdFactory, new_id
 from ._core.records import (
     AUTHORITY_RANK,
@@ -52,18 +52,6 @@ REMINDER_PAYLOAD_KEYS: frozenset[str] = (frozenset(REMINDER_FIELDS) - {"originat
     "_meta"
 }
 DEFAULT_MAX_BODY_BYTES = 16384
-
-
-class QueueError(ValueError):
-    """A queue operation that cannot be done; ``reason`` is a stable machine-readable word.
-
-    Reasons: ``already_delivered``, ``unknown_reminder_id``, ``missing_reminder_id``,
-    ``queue_full``.
-    """
-
-    def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        super().__init__(message)
 
 
 @dataclass(frozen=True, slots=True)

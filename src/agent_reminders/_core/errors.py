@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["CODES", "Diagnostic", "ReminderError", "Severity", "explain"]
+__all__ = [
+    "CODES",
+    "AgentRemindersError",
+    "ConfigError",
+    "Diagnostic",
+    "FactError",
+    "MessageError",
+    "QueueError",
+    "ReminderError",
+    "ScriptError",
+    "Severity",
+    "StateError",
+    "explain",
+]
 
 Severity = Literal["error", "warning", "info"]
 
@@ -72,20 +85,82 @@ CODES: dict[str, tuple[str, str]] = {
         "reminder. Lower the reminder's authority, omit it to get the grant, or use a token "
         "with a higher max_authority.",
     ),
+    "RMD-101": (
+        "invalid message",
+        "A chat message does not have the provider-neutral shape: role must be system, user, "
+        "assistant or tool; content a string or a list of blocks that each have a string "
+        "'type'; tool calls {id, name, arguments} with a mapping of arguments; text without "
+        "lone surrogates. The message names the path of the bad value (messages[3].role). "
+        "Convert provider-shaped histories first (agent_reminders.integrations.from_openai_chat, "
+        "from_anthropic) or fix the value.",
+    ),
+    "RMD-102": (
+        "queue operation refused",
+        "An injection-queue operation cannot be done: the reminder was already delivered into "
+        "the transcript (it can no longer be revoked), the id was never queued in this session, "
+        "the id is missing, or the queue is full. The error's reason names which; list the "
+        "queue with pending() and retry with a queued id, or wait for the queue to drain.",
+    ),
+    "RMD-103": (
+        "invalid fact or fact store",
+        "A fact does not follow the fact.v1 schema (kind and claim non-blank strings, confidence "
+        "a number in [0, 1], evidence a list of {kind, ref} strings, tags a list of strings), "
+        "or the fact store path cannot be used (not a path, a directory, not a fact store, "
+        "unreadable). The message names the field or the file; nothing was stored.",
+    ),
+    "RMD-104": (
+        "invalid configuration",
+        "A setting of a session, the agent loop or a reminder provider is unknown or has the "
+        "wrong type: an unknown provider id in reminders.providers or reminders.config, an "
+        "unknown config key of a canonical provider, a value of the wrong type, or an argument "
+        "that conflicts with the session it is given with. The message names the setting and "
+        "the known ones; fix the spelling or the value.",
+    ),
+    "RMD-105": (
+        "invalid model script",
+        "A ScriptedModel script or response is malformed: the file is not UTF-8 JSON or JSON "
+        "Lines, an entry is not an object, has unknown keys, has no message, content or "
+        "tool_calls, or its usage or delay_seconds are not numbers of the right kind. The "
+        "message names the file, the entry and the key.",
+    ),
+    "RMD-106": (
+        "unreadable saved state",
+        "A saved transcript or session state document cannot be read: it is not JSON, its "
+        "format or version is not one this library writes, or a stored value is invalid. The "
+        "message names the field. Saved state is read strictly so a lifecycle is never changed "
+        "silently; restore the document from the library's own to_json output.",
+    ),
 }
 
 
-class ReminderError(ValueError):
-    """A reminder-related input was invalid.
+def _restore(
+    cls: type[AgentRemindersError], code: str, message: str, state: dict[str, Any]
+) -> AgentRemindersError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, f"{code}: {message}")
+    err.__dict__.update(state)
+    return err
+
+
+class AgentRemindersError(Exception):
+    """The root of every error this library raises for bad input or a refused operation.
 
     Attributes:
-        code: The stable diagnostic code, e.g. ``"RMD-001"``.
-        message: What was wrong and how to fix it.
+        code: The stable diagnostic code, e.g. ``"RMD-001"`` (see :func:`explain`).
+        message: What was wrong (naming the bad key or value) and how to fix it.
+
+    ``str(err)`` is ``"<code>: <message>"``. Subclasses also subclass the builtin exception a
+    caller would expect (``ValueError``, ``RuntimeError`` …), so ``except ValueError`` keeps
+    working.
 
     Example:
-        >>> str(ReminderError("RMD-001", "unknown option(s): colour"))
-        'RMD-001: unknown option(s): colour'
+        >>> err = ReminderError("RMD-001", "unknown option(s): colour")
+        >>> isinstance(err, AgentRemindersError), isinstance(err, ValueError), err.code
+        (True, True, 'RMD-001')
     """
+
+    code: str
+    message: str
 
     def __init__(self, code: str, message: str) -> None:
         if code not in CODES:
@@ -94,8 +169,70 @@ class ReminderError(ValueError):
         self.message = message
         super().__init__(f"{code}: {message}")
 
-    def __reduce__(self) -> tuple[type[ReminderError], tuple[str, str]]:
-        return (type(self), (self.code, self.message))
+    def explain(self) -> str:
+        """The cause-and-fix paragraph of this error's code."""
+        return explain(self.code)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), self.code, self.message, dict(self.__dict__)))
+
+
+class ReminderError(AgentRemindersError, ValueError):
+    """A reminder (options, a bridge payload, a provider result, a stored reminder) was invalid.
+
+    Example:
+        >>> str(ReminderError("RMD-001", "unknown option(s): colour"))
+        'RMD-001: unknown option(s): colour'
+    """
+
+
+class MessageError(AgentRemindersError, ValueError):
+    """A chat message or a message history does not have the neutral shape (``RMD-101``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-101", message)
+
+
+class QueueError(AgentRemindersError, ValueError):
+    """A queue operation that cannot be done (``RMD-102``).
+
+    ``reason`` is a stable machine-readable word: ``already_delivered``,
+    ``unknown_reminder_id``, ``missing_reminder_id`` or ``queue_full``.
+    """
+
+    reason: str
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__("RMD-102", message)
+
+
+class FactError(AgentRemindersError, ValueError):
+    """A fact does not follow ``fact.v1``, or a fact store cannot be used (``RMD-103``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-103", message)
+
+
+class ConfigError(AgentRemindersError, ValueError):
+    """A session, loop or provider setting is unknown or has a wrong value (``RMD-104``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-104", message)
+
+
+class ScriptError(AgentRemindersError, ValueError):
+    """A model script (``ScriptedModel``) or a scripted response is malformed (``RMD-105``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-105", message)
+
+
+class StateError(AgentRemindersError, ValueError):
+    """A saved transcript or session state document cannot be read (``RMD-106``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-106", message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +259,8 @@ def explain(code: str) -> str:
     Accepts any letter case and an optional ``HARN-`` prefix (``"harn-rmd-004"``).
 
     Raises:
-        KeyError: the code is not one of ``RMD-001`` … ``RMD-009``.
+        KeyError: the code is not in the table: ``RMD-001`` … ``RMD-009`` (spec 01 §3) and the
+            library's own ``RMD-101`` … for errors outside the reminder spec.
 
     Example:
         >>> explain("rmd-005").startswith("RMD-005")
