@@ -12,6 +12,7 @@ __all__ = [
     "Diagnostic",
     "FactError",
     "MessageError",
+    "ProviderSkippedError",
     "QueueError",
     "ReminderError",
     "ScriptError",
@@ -130,6 +131,13 @@ CODES: dict[str, tuple[str, str]] = {
         "message names the field. Saved state is read strictly so a lifecycle is never changed "
         "silently; restore the document from the library's own to_json output.",
     ),
+    "RMD-107": (
+        "provider skipped",
+        "A reminder provider could not use a resource it needs (for project_facts: a fact "
+        "store that is missing, unreadable or not a fact store) and was skipped for this "
+        "event. The provider_evaluated event carries the error; the agent goes on without that "
+        "provider's reminder. Fix the path or the file named in the message.",
+    ),
 }
 
 
@@ -233,6 +241,17 @@ class StateError(AgentRemindersError, ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__("RMD-106", message)
+
+
+class ProviderSkippedError(AgentRemindersError, RuntimeError):
+    """Raised by a provider's ``evaluate`` when a resource it needs cannot be used (``RMD-107``).
+
+    The session reports it in the provider's ``provider_evaluated`` event (``fired: false``,
+    ``error``) and goes on: a missing or unreadable fact store never stops an agent loop.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-107", message)
 
 
 @dataclass(frozen=True, slots=True)
