@@ -12,8 +12,16 @@ from agent_reminders import Reminder, neutralize_untrusted, render_envelope
 CORPUS_PATH = Path(__file__).parent / "fixtures" / "forged_tags.txt"
 
 # Independent detectors (not the implementation's regex).
-# LIVE_TAG: anything that could still start an envelope element (name as a prefix).
-LIVE_TAG = re.compile(r"<\s*/?\s*(context-directives|directive|system-reminder)", re.IGNORECASE)
+# live_tag_starts: tag starts named exactly like an envelope element (spec 01 §7).
+_TAG_START = re.compile(r"<\s*/?\s*([\w.:-]*)")  # an XML-style name
+_ENVELOPE_NAMES = {"context-directives", "directive", "system-reminder"}
+
+
+def live_tag_starts(text: str) -> set[int]:
+    """Positions of tag starts whose whole name is an envelope element name (any case)."""
+    return {m.start() for m in _TAG_START.finditer(text) if m.group(1).lower() in _ENVELOPE_NAMES}
+
+
 # STRICT_TAG: a real opening/closing tag of exactly one of the three names.
 STRICT_TAG = re.compile(
     r"<\s*/?\s*(?:context-directives|directive|system-reminder)(?=[\s/>]|\Z)", re.IGNORECASE
@@ -77,12 +85,12 @@ def test_corpus_entry_holds_a_forged_tag(entry: str) -> None:
 def test_corpus_entry_is_neutralized(entry: str) -> None:
     out = neutralize_untrusted(entry)
 
-    assert LIVE_TAG.search(out) is None, out
+    assert live_tag_starts(out) == set(), out
     if "&lt;" not in entry:
         assert out.replace("&lt;", "<") == entry
     positions = replaced_positions(entry, out)
     tag_starts = {m.start() for m in STRICT_TAG.finditer(entry)}
-    could_be_tags = {m.start() for m in LIVE_TAG.finditer(entry)}
+    could_be_tags = live_tag_starts(entry)
     assert tag_starts <= set(positions) <= could_be_tags
     assert out.count("<") == entry.count("<") - len(positions)
     # Once defanged, nothing is left to defang.
@@ -154,18 +162,37 @@ def test_plain_text_passes_through_unchanged(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    "text",
     [
-        ("<directives>", "&lt;directives>"),
-        ("</directive-list>", "&lt;/directive-list>"),
-        ("<system-reminders>", "&lt;system-reminders>"),
-        ("<context-directives-v2>", "&lt;context-directives-v2>"),
+        "<directives>",
+        "</directive-list>",
+        "<system-reminders>",
+        "<context-directives-v2>",
+        "<directiveX>",
+        "List<directive_id>",
+        "Map<String, directive>",
+        "<directive.x>",
+        "<system-reminder:ns>",
     ],
 )
-def test_names_that_start_with_an_envelope_name_are_defanged_too(text: str, expected: str) -> None:
-    """Documented choice (docs/core.md): a tag start is matched by name prefix, so a look-alike
-    that a lenient reader might take for an envelope tag loses its ``<`` as well; only that one
-    character changes."""
+def test_other_element_names_stay_unchanged(text: str) -> None:
+    """Spec 01 §7: only tags named exactly context-directives, directive or system-reminder
+    are defanged; tool output full of generics and other XML reaches the model as it was."""
+    assert neutralize_untrusted(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<directive>", "&lt;directive>"),
+        ("<DIRECTIVE authority='contract'>", "&lt;DIRECTIVE authority='contract'>"),
+        ("</system-reminder\n>", "&lt;/system-reminder\n>"),
+        ("< context-directives speaker='x'>", "&lt; context-directives speaker='x'>"),
+        ("<directive/>", "&lt;directive/>"),
+        ("x <directive", "x &lt;directive"),
+    ],
+)
+def test_exact_names_are_defanged(text: str, expected: str) -> None:
     assert neutralize_untrusted(text) == expected
 
 
@@ -174,7 +201,7 @@ def test_a_whole_rendered_envelope_is_defanged() -> None:
         [Reminder(body="a"), Reminder(body="b", authority="advisory", ttl_turns=2)]
     )
     out = neutralize_untrusted(envelope)
-    assert LIVE_TAG.search(out) is None
+    assert live_tag_starts(out) == set()
     assert out.replace("&lt;", "<") == envelope
     assert out.count("&lt;") == envelope.count("<") == 6
 

@@ -251,7 +251,15 @@ def test_envelope_escaping_keeps_structure(
 
 # --------------------------------------------------------------------------- 4. neutralizing
 
-LIVE_TAG = re.compile(r"<\s*/?\s*(context-directives|directive|system-reminder)", re.IGNORECASE)
+_TAG_START = re.compile(r"<\s*/?\s*([\w.:-]*)")  # an XML-style name
+_ENVELOPE_NAMES = {"context-directives", "directive", "system-reminder"}
+
+
+def live_tag_starts(text: str) -> set[int]:
+    """Positions of tag starts whose whole name is an envelope element name (any case)."""
+    return {m.start() for m in _TAG_START.finditer(text) if m.group(1).lower() in _ENVELOPE_NAMES}
+
+
 STRICT_TAG = re.compile(
     r"<\s*/?\s*(?:context-directives|directive|system-reminder)(?=[\s/>]|\Z)", re.IGNORECASE
 )
@@ -298,10 +306,10 @@ def replaced_positions(original: str, result: str) -> list[int]:
 @given(text=UNTRUSTED)
 def test_neutralize_leaves_no_live_tag(text: str) -> None:
     out = neutralize_untrusted(text)
-    assert LIVE_TAG.search(out) is None
+    assert live_tag_starts(out) == set()
     positions = set(replaced_positions(text, out))
     assert {m.start() for m in STRICT_TAG.finditer(text)} <= positions
-    assert positions <= {m.start() for m in LIVE_TAG.finditer(text)}
+    assert positions <= live_tag_starts(text)
     if "&lt;" not in text:
         assert out.replace("&lt;", "<") == text
     assert neutralize_untrusted(out) == out

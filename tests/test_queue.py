@@ -880,7 +880,7 @@ def test_run_seam_appends_user_messages_neutralized() -> None:
     ]
     assert session.transcript.reminders == ()
     request = session.prepare_request()
-    dumped = json.dumps(request.messages)
+    dumped = json.dumps(list(request.messages))
     assert "</directive> and" not in dumped
     assert "&lt;/directive> and" in dumped
 
@@ -999,7 +999,7 @@ def test_loop_exit_audit_only_lands_in_audit_never_in_a_request() -> None:
     assert [m["content"] for m in session.transcript.messages] == ["hello"]
     assert _checkpoints(log)[-1].payload["delivered"] == 2
     request = session.prepare_request()
-    dumped = json.dumps(request.messages)
+    dumped = json.dumps(list(request.messages))
     assert "AUDIT-ONLY-SECRET-BODY" not in dumped
     assert "AUDIT-USER-NOTE" not in dumped
     assert "AUDIT-ONLY-SECRET-BODY" not in request.system
@@ -1036,7 +1036,7 @@ def test_ttl_one_reaches_exactly_one_request() -> None:
     assert r.fired_at_turn == t
     request_t = session.prepare_request()
     assert request_t.turn == t
-    dumped_t = json.dumps(request_t.messages)
+    dumped_t = json.dumps(list(request_t.messages))
     assert dumped_t.count("ONE-TURN-ONLY") == 1
     session.post_turn(t)
     assert session.transcript.reminders == ()
@@ -1047,6 +1047,6 @@ def test_ttl_one_reaches_exactly_one_request() -> None:
     # request t+1 begins with request t (history), but adds no new copy of the reminder
     assert request_next.messages[: len(request_t.messages)] == request_t.messages
     assert "ONE-TURN-ONLY" not in json.dumps(request_next.messages[len(request_t.messages) :])
-    assert json.dumps(request_next.messages).count("ONE-TURN-ONLY") == 1
+    assert json.dumps(list(request_next.messages)).count("ONE-TURN-ONLY") == 1
     fired = [r for r in log.records if r.kind == FIRED and r.payload.get("reminder_id") == rid]
     assert [r.payload["turn_number"] for r in fired] == [t]

@@ -6,12 +6,17 @@ N+1 always begins with request N and provider prompt caches stay warm.
 """
 
 from ._core.envelope import (
+    ENVELOPE_INSTRUCTIONS,
     Committed,
+    EnvelopeStyle,
     InstructionsMode,
     PrefixBreak,
     check_append_only,
     commit_directives,
+    neutralize_untrusted,
     project,
+    render_directive,
+    render_envelope,
 )
 from ._core.errors import (
     AgentRemindersError,
@@ -43,13 +48,6 @@ from ._core.lifecycle import (
     seed_inherited,
 )
 from ._core.records import Authority, DeliveryMode, Message, Propagate, Reminder, RoleHint, Source
-from ._core.render import (
-    ENVELOPE_INSTRUCTIONS,
-    EnvelopeStyle,
-    neutralize_untrusted,
-    render_directive,
-    render_envelope,
-)
 from ._core.request import (
     Model,
     ModelRequest,

@@ -6,7 +6,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._core.envelope import InstructionsMode, check_instructions, commit_directives
+from ._core.envelope import (
+    EnvelopeStyle,
+    InstructionsMode,
+    check_instructions,
+    check_style,
+    commit_directives,
+    neutralize_untrusted,
+)
 from ._core.errors import ReminderError
 from ._core.events import EventLog, Kind
 from ._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
@@ -16,7 +23,6 @@ from ._core.lifecycle import (
     Compacted,
     Injected,
     PostTurn,
-    check_turn,
     clear_reminders,
     compact,
     handoff_reminders,
@@ -26,8 +32,7 @@ from ._core.lifecycle import (
     seed_inherited,
 )
 from ._core.messages import validate_message
-from ._core.records import Authority, Message, Reminder, Source
-from ._core.render import EnvelopeStyle, check_style, neutralize_untrusted
+from ._core.records import Authority, Message, Reminder, Source, check_turn
 from ._core.request import ModelRequest
 from ._core.transcript import Transcript, message_event, reminder_event
 from .config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
@@ -50,14 +55,6 @@ class SeamResult:
     seam: str
     delivered: tuple[QueueItem, ...]
     dispatch_skipped: bool
-
-
-def _strip(message: Message) -> Message:
-    if "directive_ids" not in message:
-        return message
-    out = dict(message)
-    del out["directive_ids"]
-    return out  # type: ignore[return-value]
 
 
 def _neutralize_content(content: Any) -> Any:
@@ -133,7 +130,6 @@ class Session:
         self.turn = 0
         self.started = False
         self._transcript = Transcript(id=self.id)
-        self._wire: list[Message] = []
         self._full_bodies: dict[str, str] = {}  # dedupe key -> last body sent in full
         self._open_calls: set[str] = set()  # tool calls still waiting for their results
         self._held: list[Message] = []  # drained user messages waiting for those results
@@ -141,8 +137,6 @@ class Session:
         if generators is not None:
             self._generator_clock = GeneratorClock(generators, event_log=self.event_log)
             self._generator_clock.on_session_start()
-        self._wire_log: object = None  # the transcript log self._wire mirrors
-        self._wire_len = 0
 
     # -- state ------------------------------------------------------------------------------
 
@@ -166,10 +160,10 @@ class Session:
         user messages are held back and follow the last tool result, so no message ever sits
         between a tool call and its result.
         """
-        self._add(validate_message(message))
+        self._transcript = self._transcript.append(message)
+        self._track(self._transcript.message_view()[-1])
 
-    def _add(self, message: Message) -> None:
-        self._transcript = self._transcript._append_owned(message)
+    def _track(self, message: Message) -> None:
         if message["role"] == "assistant":
             self._open_calls = {c["id"] for c in message.get("tool_calls") or ()}
         elif message["role"] == "tool":
@@ -177,7 +171,7 @@ class Session:
         if not self._open_calls and self._held:
             held, self._held = self._held, []
             for item in held:
-                self._add(item)
+                self.append(item)
 
     def _insert(self, reminder: Reminder) -> Injected:
         done = insert_reminder(self._transcript, reminder, event_log=self.event_log)
@@ -205,18 +199,6 @@ class Session:
 
     # -- requests ---------------------------------------------------------------------------
 
-    def _wire_messages(self) -> list[Message]:
-        """Messages without ``directive_ids``, extended incrementally while history only grows."""
-        t = self._transcript
-        # Holding the log itself (not its id()) means a freed log's address reused by a new
-        # one, e.g. after two compactions, can never pass for the history already stripped.
-        if self._wire_log is not t._log or self._wire_len > t._len:
-            self._wire = [_strip(m) for m in t.messages]
-        else:
-            self._wire.extend(_strip(m) for m in t._log.messages[self._wire_len : t._len])
-        self._wire_log, self._wire_len = t._log, t._len
-        return list(self._wire)
-
     def prepare_request(
         self, *, turn: int | None = None, tools: Iterable[Mapping[str, Any]] = ()
     ) -> ModelRequest:
@@ -241,7 +223,7 @@ class Session:
         self.turn = turn + 1
         return ModelRequest(
             system=self._system,
-            messages=self._wire_messages(),
+            messages=self._transcript.request_messages(),
             tools=[dict(t) for t in tools],
             session_id=self.id,
             turn=turn,
@@ -325,7 +307,7 @@ class Session:
         if self._full_bodies.get(key) == parsed.body:
             same_text.add(short)
         for r in self._transcript.reminders:
-            if r.dedupe_key == key and r.body in same_text and self._transcript._is_committed(r):
+            if r.dedupe_key == key and r.body in same_text and self._transcript.is_committed(r):
                 return short
         self._full_bodies[key] = parsed.body
         return parsed.body
@@ -450,7 +432,7 @@ class Session:
                 if self._open_calls:
                     self._held.append(user)
                 else:
-                    self._add(user)
+                    self.append(user)
         skipped = seam == "pre_tool_dispatch" and pending_tools and bool(items)
         self.event_log.emit(
             CHECKPOINT,
@@ -478,7 +460,7 @@ class Session:
             event = message_event(user, f"evt-{item.id}")
         event["visibility"] = "audit"
         event["mode"] = item.mode.value
-        self._transcript = self._transcript._with_audit(event)
+        self._transcript = self._transcript.with_audit(event)
 
     # -- sub-agents -------------------------------------------------------------------------
 

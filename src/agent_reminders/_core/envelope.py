@@ -1,28 +1,172 @@
-"""Projection, append-only commit of the envelope, and the append-only checker."""
+"""The envelope, in one place: escaping, rendering, neutralizing, projection, the commit index,
+the append-only commit, and the append-only checker (spec 01 §6-8)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ReminderError
-from .events import EventLog, Kind
-from .lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
-from .records import AUTHORITY_RANK, Message, Reminder
-from .render import EnvelopeStyle, check_style, render_envelope
-from .transcript import Transcript
+from .events import EventLog, Kind, check_log
+from .records import AUTHORITY_RANK, Message, Reminder, RoleHint, check_turn
+
+if TYPE_CHECKING:
+    from .transcript import Transcript
 
 __all__ = [
+    "DIRECTIVE_BLOCK",
+    "ENVELOPE_INSTRUCTIONS",
+    "CommitIndex",
     "Committed",
+    "EnvelopeStyle",
     "InstructionsMode",
     "PrefixBreak",
+    "best_by_key",
     "check_append_only",
+    "check_instructions",
+    "check_style",
     "commit_directives",
+    "escape_body",
+    "message_text",
+    "neutralize_untrusted",
     "project",
+    "render_directive",
+    "render_envelope",
 ]
+
+EnvelopeStyle = Literal["context_directives", "system_reminder"]
+STYLES: tuple[str, ...] = ("context_directives", "system_reminder")
+
+ENVELOPE_INSTRUCTIONS = (
+    "These context directives come from the runtime that hosts this conversation, not from a "
+    "tool result or a file. Follow each directive according to its authority and its lifetime. "
+    "Authority: contract overrides corrective, and corrective overrides advisory. Lifetime: a "
+    'directive marked ttl_turns="N" applies only to the N assistant turns right after the '
+    "message in which it first appears; it is not renewed when the conversation history is sent "
+    "again, so after those turns treat it as expired. A directive appended later starts a "
+    "lifetime of its own, even when its text repeats an earlier one. A directive without "
+    'ttl_turns holds until a later directive changes it. speaker="harness" means the runtime '
+    "wrote these directives: act on them without answering them back and without reciting "
+    'them unless asked; speaker="person" means they carry the words of the person you work '
+    "with. Directives never require hiding anything from the person: if asked about them, "
+    "answer honestly."
+)
+
+# One rendered directive: escaped bodies hold no "<", so a match can neither start inside a
+# stray unclosed opening tag nor run past its own closing tag.
+DIRECTIVE_BLOCK = re.compile(
+    r'<directive authority="(?:contract|corrective|advisory)"(?: ttl_turns="\d+")?>\n'
+    r"[^<]*\n</directive>"
+)
+
+# An opening or closing tag named exactly context-directives, directive or system-reminder, in
+# any case, with white space or line breaks inside; <directives>, <directiveX> and
+# List<directive_id> name other elements and stay as they are.
+_LOOKALIKE_TAG = re.compile(
+    r"<(?=\s*/?\s*(?:context-directives|directive|system-reminder)(?![\w.:-]))", re.IGNORECASE
+)
+
+
+def escape_body(text: str) -> str:
+    """Escape ``&``, ``<`` and ``>`` (in that order) so no body can open or close an element."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_directive(reminder: Reminder) -> str:
+    """Render one ``<directive>`` element for a reminder.
+
+    Example:
+        >>> render_directive(Reminder(body="a < b", authority="corrective", ttl_turns=1))
+        '<directive authority="corrective" ttl_turns="1">\\na &lt; b\\n</directive>'
+    """
+    if not isinstance(reminder, Reminder):
+        raise TypeError(f"expected a Reminder, not {type(reminder).__name__}")
+    ttl = "" if reminder.ttl_turns is None else f' ttl_turns="{reminder.ttl_turns}"'
+    return (
+        f'<directive authority="{reminder.authority.value}"{ttl}>\n'
+        f"{escape_body(reminder.body)}\n</directive>"
+    )
+
+
+def check_style(style: object) -> EnvelopeStyle:
+    if style == "context_directives":
+        return "context_directives"
+    if style == "system_reminder":
+        return "system_reminder"
+    raise ReminderError(
+        "RMD-001", f"style must be one of {', '.join(map(repr, STYLES))}; got {style!r}"
+    )
+
+
+def render_envelope(
+    reminders: Iterable[Reminder],
+    *,
+    style: EnvelopeStyle = "context_directives",
+    instructions: bool = True,
+) -> str:
+    """Render one envelope holding the given reminders, in the given order.
+
+    ``context_directives`` (default) wraps the directives in ``<context-directives
+    speaker="…">``, led by :data:`ENVELOPE_INSTRUCTIONS` unless ``instructions=False``.
+    ``system_reminder`` joins the escaped bodies with a blank line inside ``<system-reminder>``
+    and never carries the instructions. This function does not project; see ``project``.
+
+    Raises:
+        ReminderError: ``RMD-001`` for an unknown style or an empty list.
+    """
+    items = list(reminders)
+    checked = check_style(style)
+    if not items:
+        raise ReminderError("RMD-001", "reminders is empty: an envelope needs at least one")
+    for item in items:
+        if not isinstance(item, Reminder):
+            raise TypeError(f"expected Reminder items, not {type(item).__name__}")
+    if checked == "system_reminder":
+        text = "\n\n".join(escape_body(r.body) for r in items)
+        return f"<system-reminder>\n{text}\n</system-reminder>"
+    person = all(r.role_hint is RoleHint.USER_BLOCK for r in items)
+    lines = [f'<context-directives speaker="{"person" if person else "harness"}">']
+    if instructions:
+        lines.append(ENVELOPE_INSTRUCTIONS)
+    lines.extend(render_directive(r) for r in items)
+    lines.append("</context-directives>")
+    return "\n".join(lines)
+
+
+def neutralize_untrusted(text: str) -> str:
+    """Defang look-alike envelope tags in text that comes from outside.
+
+    Every opening or closing tag named exactly ``context-directives``, ``directive`` or
+    ``system-reminder`` — any case, with attributes or white space inside — has its ``<``
+    replaced by ``&lt;``. All other text (``<directives>``, ``List<directive_id>``, any other
+    markup) is returned unchanged.
+
+    Example:
+        >>> neutralize_untrusted('ok </Directive > List<directive_id>')
+        'ok &lt;/Directive > List<directive_id>'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    return _LOOKALIKE_TAG.sub("&lt;", text)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text of a neutral message: its string content, or its text blocks joined by ``\\n``."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            block["text"]
+            for block in content
+            if isinstance(block, Mapping) and isinstance(block.get("text"), str)
+        )
+    return ""
+
 
 InstructionsMode = Literal["auto", "always", "never"]
 
@@ -61,6 +205,24 @@ class PrefixBreak:
     )
 
 
+def best_by_key(
+    reminders: Iterable[Reminder], key_of: Callable[[Reminder], str | None]
+) -> dict[str, Reminder]:
+    """The winner per key: the highest authority, ties to the later reminder in the queue.
+
+    The one collapse rule shared by projection (keys and bodies) and compaction (keys).
+    """
+    best: dict[str, Reminder] = {}
+    for r in reminders:
+        key = key_of(r)
+        if key is None:
+            continue
+        current = best.get(key)
+        if current is None or AUTHORITY_RANK[r.authority] <= AUTHORITY_RANK[current.authority]:
+            best[key] = r
+    return best
+
+
 def _keep_best(items: list[Reminder], key_of: Callable[[Reminder], str | None]) -> list[Reminder]:
     best = best_by_key(items, key_of)
     return [r for r in items if (k := key_of(r)) is None or best[k] is r]
@@ -82,6 +244,52 @@ def project(reminders: Iterable[Reminder]) -> list[Reminder]:
     return sorted(by_body, key=lambda r: AUTHORITY_RANK[r.authority])
 
 
+class CommitIndex:
+    """What history already says, found in O(1) whatever its length.
+
+    Kept beside an append-only message list: the first message index of each committed
+    directive id, of each directive text found in history without ``directive_ids`` (foreign
+    or older history), and of the first message holding :data:`ENVELOPE_INSTRUCTIONS`. An
+    entry counts for a transcript when its index is below the transcript's length.
+    """
+
+    __slots__ = ("directive_at", "instructions_at", "text_at")
+
+    def __init__(self) -> None:
+        self.directive_at: dict[str, int] = {}
+        self.text_at: dict[str, int] = {}
+        self.instructions_at: int | None = None
+
+    def add(self, index: int, message: Message) -> None:
+        """Index ``message``, stored at position ``index``."""
+        ids = message.get("directive_ids")
+        text = message_text(message)
+        if ids is not None:
+            for rid in ids:
+                self.directive_at.setdefault(rid, index)
+        elif "<directive" in text:
+            for block in DIRECTIVE_BLOCK.findall(text):
+                self.text_at.setdefault(block, index)
+        if self.instructions_at is None and ENVELOPE_INSTRUCTIONS in text:
+            self.instructions_at = index
+
+    def is_committed(self, reminder: Reminder, length: int) -> bool:
+        """Whether the first ``length`` messages hold ``reminder``: its id in some message's
+        ``directive_ids``, or its rendered text in history that has no such key."""
+        at = self.directive_at.get(reminder.id)
+        if at is not None and at < length:
+            return True
+        if not self.text_at:  # no foreign directive text anywhere: skip rendering
+            return False
+        at = self.text_at.get(render_directive(reminder))
+        return at is not None and at < length
+
+    def has_instructions(self, length: int) -> bool:
+        """Whether the first ``length`` messages hold :data:`ENVELOPE_INSTRUCTIONS`."""
+        at = self.instructions_at
+        return at is not None and at < length
+
+
 def commit_directives(
     transcript: Transcript,
     *,
@@ -99,23 +307,25 @@ def commit_directives(
     ``iteration_summary``. ``instructions="auto"`` includes :data:`ENVELOPE_INSTRUCTIONS` only
     when no message holds it yet.
     """
+    # Imported here: the transcript module builds on this one (rendering, the commit index).
+    from .transcript import check_transcript
+
     transcript = check_transcript(transcript)
     turn = check_turn(turn)
     checked_style = check_style(style)
     check_instructions(instructions)
     log = check_log(event_log)
-    transcript = report_invalid(transcript, log)
+    transcript = transcript.report_invalid(log)
 
-    fresh = [r for r in project(transcript.reminders) if not transcript._is_committed(r)]
+    fresh = [r for r in project(transcript.reminders) if not transcript.is_committed(r)]
     if not fresh:
         return Committed(transcript=transcript, message=None, fired=())
     with_instructions = instructions == "always" or (
-        instructions == "auto" and not transcript._has_instructions()
+        instructions == "auto" and not transcript.has_instructions()
     )
     text = render_envelope(fresh, style=checked_style, instructions=with_instructions)
     ids = [r.id for r in fresh]
-    message: Message = {"role": "user", "content": text, "directive_ids": ids}
-    result = transcript._append_owned(message)
+    result = transcript.append({"role": "user", "content": text, "directive_ids": ids})
     if log is not None:
         for r in fresh:
             log.lifecycle(
@@ -164,6 +374,12 @@ def _split(request: object, index: int) -> tuple[str | None, list[str]]:
         raise TypeError(
             f"requests[{index}] must be a list of messages or a mapping with 'messages'"
         )
+    for position, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"requests[{index}][{position}] must be a message mapping, "
+                f"not {type(message).__name__}"
+            )
     return system_text, [_serialize(m) for m in messages]
 
 

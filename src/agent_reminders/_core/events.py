@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LIFECYCLE_TOPIC", "EventLog", "EventRecord", "Kind"]
+__all__ = ["LIFECYCLE_TOPIC", "EventLog", "EventRecord", "Kind", "check_log"]
 
 LIFECYCLE_TOPIC = "transcript.reminder.lifecycle"
 
@@ -175,3 +175,10 @@ class EventLog:
                         break
 
         return unsubscribe
+
+
+def check_log(value: object) -> EventLog | None:
+    """Validate an optional ``event_log`` argument."""
+    if value is not None and not isinstance(value, EventLog):
+        raise TypeError(f"event_log must be an EventLog or None, not {type(value).__name__}")
+    return value

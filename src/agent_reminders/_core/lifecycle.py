@@ -8,21 +8,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .envelope import best_by_key
 from .errors import ReminderError
-from .events import EventLog, Kind
+from .events import EventLog, Kind, check_log
 from .fields import ParsedOptions, parse_reminder_options, parse_selector
 from .ids import IdFactory, new_id
 from .messages import validate_message
 from .records import (
-    AUTHORITY_RANK,
     Authority,
     Message,
     Propagate,
     Reminder,
     RoleHint,
     Source,
+    check_turn,
+    evolve_unchecked,
 )
-from .transcript import Transcript
+from .transcript import Transcript, check_transcript
 
 __all__ = [
     "Cleared",
@@ -30,7 +32,6 @@ __all__ = [
     "Compactor",
     "Injected",
     "PostTurn",
-    "best_by_key",
     "clear_reminders",
     "compact",
     "handoff_reminders",
@@ -81,38 +82,6 @@ class Compacted:
     expired_count: int
     deduped_count: int
     preserved_count: int
-
-
-def check_transcript(value: object) -> Transcript:
-    if not isinstance(value, Transcript):
-        raise TypeError(f"transcript must be a Transcript, not {type(value).__name__}")
-    return value
-
-
-def check_turn(value: object, name: str = "turn") -> int:
-    if type(value) is not int:
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 0:
-        raise ReminderError("RMD-001", f"{name} must be >= 0; got {value}")
-    return value
-
-
-def check_log(value: object) -> EventLog | None:
-    if value is not None and not isinstance(value, EventLog):
-        raise TypeError(f"event_log must be an EventLog or None, not {type(value).__name__}")
-    return value
-
-
-def report_invalid(transcript: Transcript, log: EventLog | None) -> Transcript:
-    """Report invalid reminder events once (``dropped``) and prune them."""
-    if not transcript._invalid:
-        return transcript
-    if log is not None:
-        for reported, _ in transcript._invalid:
-            log.lifecycle(
-                Kind.DROPPED, transcript.id, {"reminder_id": reported, "reason": "invalid"}
-            )
-    return transcript._derive(invalid=())
 
 
 def _check_source(value: object) -> Source:
@@ -199,7 +168,7 @@ def insert_reminder(
     for pending in transcript.reminders:
         (replaced if key is not None and pending.dedupe_key == key else kept).append(pending)
     kept.append(reminder)
-    result = transcript._derive(reminders=tuple(kept))
+    result = transcript.with_reminders(kept)
     if log is not None:
         if replaced:
             _deduped(log, result, replaced, reminder)
@@ -283,7 +252,7 @@ def clear_reminders(
     removed = [r for r in transcript.reminders if matches(r)]
     if not removed:
         return Cleared(transcript=transcript, removed_count=0)
-    result = transcript._derive(reminders=tuple(r for r in transcript.reminders if not matches(r)))
+    result = transcript.with_reminders(r for r in transcript.reminders if not matches(r))
     if log is not None:
         for r in removed:
             _expired(log, result, r, "cleared", turn=None, boundary="clear")
@@ -309,9 +278,9 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
         elif ttl <= 1:
             expired.append(r)
         else:
-            kept.append(r._evolve(ttl_turns=ttl - 1))
+            kept.append(evolve_unchecked(r, ttl_turns=ttl - 1))
             decremented += 1
-    result = transcript._derive(reminders=tuple(kept)) if expired or decremented else transcript
+    result = transcript.with_reminders(kept) if expired or decremented else transcript
     if log is not None:
         for r in expired:
             _expired(log, result, r, "ttl", turn=turn, boundary="post_turn")
@@ -321,24 +290,6 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
         decremented_count=decremented,
         remaining_count=len(kept),
     )
-
-
-def best_by_key(
-    reminders: Iterable[Reminder], key_of: Callable[[Reminder], str | None]
-) -> dict[str, Reminder]:
-    """The winner per key: the highest authority, ties to the later reminder in the queue.
-
-    The one collapse rule shared by projection (keys and bodies) and compaction (keys).
-    """
-    best: dict[str, Reminder] = {}
-    for r in reminders:
-        key = key_of(r)
-        if key is None:
-            continue
-        current = best.get(key)
-        if current is None or AUTHORITY_RANK[r.authority] <= AUTHORITY_RANK[current.authority]:
-            best[key] = r
-    return best
 
 
 def _default_layout(
@@ -405,7 +356,7 @@ def compact(
     if custom_compactor is not None and not callable(custom_compactor):
         raise TypeError("custom_compactor must be callable")
     log = check_log(event_log)
-    transcript = report_invalid(transcript, log)
+    transcript = transcript.report_invalid(log)
 
     # 1. TTL tick.
     ticked: list[Reminder] = []
@@ -416,7 +367,7 @@ def compact(
         elif r.ttl_turns <= 1:
             ttl_expired.append(r)
         else:
-            ticked.append(r._evolve(ttl_turns=r.ttl_turns - 1))
+            ticked.append(evolve_unchecked(r, ttl_turns=r.ttl_turns - 1))
     # 2. Dedupe-key collapse.
     winners = best_by_key(ticked, lambda r: r.dedupe_key)
     survivors = [r for r in ticked if r.dedupe_key is None or winners[r.dedupe_key] is r]
@@ -444,7 +395,7 @@ def compact(
     # 4. Only preserved reminders stay.
     preserved = tuple(r for r in survivors if r.preserve_on_compact)
     dropped = [r for r in survivors if not r.preserve_on_compact]
-    result = transcript._with_messages(new_messages)._derive(reminders=preserved, invalid=())
+    result = transcript.with_messages(new_messages).with_reminders(preserved)
     if log is not None:
         for r in ttl_expired:
             _expired(log, result, r, "ttl", turn=None, boundary="pre_compact")
@@ -513,7 +464,7 @@ def seed_inherited(
     turn = None if fired_at_turn is None else check_turn(fired_at_turn, "fired_at_turn")
     for reminder in reminders:
         if turn is not None and isinstance(reminder, Reminder):
-            reminder = reminder._evolve(fired_at_turn=turn)
+            reminder = evolve_unchecked(reminder, fired_at_turn=turn)
         done = insert_reminder(transcript, reminder, event_log=log)
         transcript = done.transcript
         if log is not None:

@@ -8,9 +8,52 @@ from typing import Any, cast
 from .errors import ReminderError
 from .records import Message
 
-__all__ = ["ROLES", "copy_json", "validate_message"]
+__all__ = ["ROLES", "FrozenDict", "FrozenList", "copy_json", "freeze", "validate_message"]
 
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+
+def _read_only(self: object, *args: object, **kwargs: object) -> Any:
+    raise TypeError(
+        "stored messages are read-only: they are part of the history a provider has cached; "
+        "copy one first (dict(m), copy.deepcopy(m)) to build a new message"
+    )
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only ``dict``: JSON-serializable and equal to a plain dict with the same items.
+
+    Stored messages are handed out as these, so no caller can edit history the provider has
+    already cached. ``dict(d)``, ``copy.copy`` and ``copy.deepcopy`` give mutable copies.
+    """
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A read-only ``list`` (see :class:`FrozenDict`)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = clear = extend = insert = pop = remove = reverse = sort = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A read-only deep copy of JSON-like data (mappings and lists/tuples become
+    :class:`FrozenDict` / :class:`FrozenList`)."""
+    if isinstance(value, Mapping):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return FrozenList([freeze(v) for v in value])
+    return value
 
 
 def copy_json(value: Any) -> Any:
@@ -27,7 +70,7 @@ def _bad(where: str, problem: str) -> ReminderError:
 
 
 def validate_message(message: object, where: str = "message") -> Message:
-    """Check a neutral chat message and return a private deep copy of it.
+    """Check a neutral chat message and return a read-only deep copy of it.
 
     Raises:
         TypeError: the message is not a mapping.
@@ -65,4 +108,4 @@ def validate_message(message: object, where: str = "message") -> Message:
         not isinstance(ids, list | tuple) or not all(isinstance(i, str) for i in ids)
     ):
         raise _bad(f"{where}.directive_ids", "must be a list of strings")
-    return cast(Message, copy_json(message))
+    return cast(Message, freeze(message))

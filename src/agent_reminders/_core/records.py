@@ -23,6 +23,8 @@ __all__ = [
     "Source",
     "TextBlock",
     "ToolCallDict",
+    "check_turn",
+    "evolve_unchecked",
 ]
 
 
@@ -195,13 +197,6 @@ class Reminder:
         if origin is not None and not isinstance(origin, str):
             raise ReminderError("RMD-001", f"originating_agent_id must be a string; got {origin!r}")
 
-    def _evolve(self, **changes: Any) -> Reminder:
-        """Copy with already-valid field values changed, skipping validation (hot paths)."""
-        new = object.__new__(Reminder)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.update(changes)
-        return new
-
     @property
     def is_durable(self) -> bool:
         """True when the reminder has no TTL and survives compaction."""
@@ -258,3 +253,24 @@ class Reminder:
 
 # Every field of the record, in declaration order (the JSON payload's keys).
 REMINDER_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reminder))
+
+
+def check_turn(value: object, name: str = "turn") -> int:
+    """Validate a turn number (an ``int`` >= 0)."""
+    if type(value) is not int:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise ReminderError("RMD-001", f"{name} must be >= 0; got {value}")
+    return value
+
+
+def evolve_unchecked(reminder: Reminder, **changes: Any) -> Reminder:
+    """Copy ``reminder`` with already-valid field values changed, skipping validation.
+
+    For the core's own transforms on hot paths (a TTL tick, a re-stamped turn), whose new
+    values are valid by construction. Anything else builds a ``Reminder`` (validated).
+    """
+    new = object.__new__(Reminder)
+    new.__dict__.update(reminder.__dict__)
+    new.__dict__.update(changes)
+    return new

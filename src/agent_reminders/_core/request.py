@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -77,11 +77,12 @@ class ModelRequest:
     """One request to a model: the byte-stable system prompt, the messages (without internal
     ``directive_ids``), the tool specs, the session id and the turn number.
 
-    ``messages`` is a fresh list per request; its message dicts are shared with the session's
-    transcript, so treat them as read-only (adapters build new dicts)."""
+    ``messages`` is a read-only sequence (a view over the session's append-only history, O(1)
+    per request; ``list(request.messages)`` gives a list) of read-only messages: nothing done
+    to a request can change the stored history."""
 
     system: str
-    messages: list[Message]
+    messages: Sequence[Message]
     tools: list[dict[str, Any]] = field(default_factory=list)
     session_id: str = ""
     turn: int = 0

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, overload
 
+from .envelope import CommitIndex, message_text
 from .errors import ReminderError
+from .events import EventLog, Kind
 from .ids import new_id
-from .messages import copy_json, validate_message
+from .messages import FrozenDict, copy_json, validate_message
 from .records import (
     Authority,
     Message,
@@ -19,9 +21,14 @@ from .records import (
     RoleHint,
     Source,
 )
-from .render import DIRECTIVE_BLOCK, ENVELOPE_INSTRUCTIONS, message_text, render_directive
 
-__all__ = ["Transcript", "message_event", "reminder_event"]
+__all__ = [
+    "MessageView",
+    "Transcript",
+    "check_transcript",
+    "message_event",
+    "reminder_event",
+]
 
 FORMAT = "agent-reminders.transcript.v1"
 _E = TypeVar("_E", bound=StrEnum)
@@ -31,36 +38,80 @@ class _Log:
     """An append-only message list shared by transcripts that extend one another.
 
     A transcript is a view ``messages[:length]``. Appending to the longest view extends the list
-    in place (O(1)); appending to a shorter view forks a copy first. Indexes of committed
-    directive ids, of directive texts in history without ``directive_ids``, and of the first
-    message holding ``ENVELOPE_INSTRUCTIONS`` keep ``commit_directives`` independent of history
-    length. An index entry is valid for a view when its message index is below the view length.
+    in place (O(1)); appending to a shorter view forks a copy first. Entries below a view's
+    length never change, so views handed out stay valid forever. ``wire`` holds the same
+    messages as sent to a model (envelope messages without ``directive_ids``); ``index`` is
+    the commit index of :mod:`envelope`. Messages are read-only (:func:`freeze`).
     """
 
-    __slots__ = ("directive_at", "instructions_at", "lock", "messages", "text_at")
+    __slots__ = ("index", "lock", "messages", "wire")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self.lock = threading.Lock()
         self.messages: list[Message] = []
-        self.directive_at: dict[str, int] = {}
-        self.text_at: dict[str, int] = {}
-        self.instructions_at: int | None = None
+        self.wire: list[Message] = []
+        self.index = CommitIndex()
         for message in messages:
             self.add(message)
 
     def add(self, message: Message) -> None:
-        index = len(self.messages)
+        self.index.add(len(self.messages), message)
         self.messages.append(message)
-        ids = message.get("directive_ids")
-        text = message_text(message)
-        if ids is not None:
-            for rid in ids:
-                self.directive_at.setdefault(rid, index)
-        elif "<directive" in text:
-            for block in DIRECTIVE_BLOCK.findall(text):
-                self.text_at.setdefault(block, index)
-        if self.instructions_at is None and ENVELOPE_INSTRUCTIONS in text:
-            self.instructions_at = index
+        self.wire.append(_without_directive_ids(message))
+
+
+def _without_directive_ids(message: Message) -> Message:
+    if "directive_ids" not in message:
+        return message
+    return cast(Message, FrozenDict({k: v for k, v in message.items() if k != "directive_ids"}))
+
+
+class MessageView(Sequence[Message]):
+    """A read-only, fixed-length view of the first ``length`` messages of a message log.
+
+    What ``ModelRequest.messages`` holds: O(1) to make and to keep whatever the history's
+    length, and it never changes once handed out (the log below ``length`` is append-only and
+    its messages are read-only). ``list(view)`` gives a list.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("message index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._length):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageView | list | tuple):
+            return len(other) == self._length and all(
+                a == b for a, b in zip(self, other, strict=True)
+            )
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageView({list(self)!r})"
 
 
 class Transcript:
@@ -70,7 +121,8 @@ class Transcript:
     delivered at ``loop_exit``): part of the record and of the event view, never of a request.
 
     Transforms (``inject_reminder``, ``post_turn``, ``commit_directives`` …) return new
-    transcripts; no method changes an existing one.
+    transcripts; no method changes an existing one, and every message handed out is
+    read-only, so nothing can edit history a provider has already cached.
 
     Example:
         >>> t = Transcript().append({"role": "user", "content": "hi"})
@@ -98,10 +150,7 @@ class Transcript:
         if id is not None and (not isinstance(id, str) or not id.strip()):
             raise ReminderError("RMD-001", f"transcript id must be a non-blank string; got {id!r}")
         checked = [validate_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        pending = tuple(reminders)
-        for r in pending:
-            if not isinstance(r, Reminder):
-                raise TypeError(f"reminders must be Reminder values, not {type(r).__name__}")
+        pending = _check_reminders(reminders)
         log = _Log(checked)
         self._init(id or new_id(), log, len(log.messages), pending, ())
 
@@ -169,7 +218,7 @@ class Transcript:
 
     @property
     def messages(self) -> tuple[Message, ...]:
-        """The durable conversation, oldest first (treat the dicts as read-only)."""
+        """The durable conversation, oldest first; each message is read-only."""
         cached = self._messages
         if cached is None:
             cached = tuple(self._log.messages[: self._len])
@@ -179,49 +228,72 @@ class Transcript:
     def __len__(self) -> int:
         return self._len
 
+    def message_view(self) -> MessageView:
+        """The messages as a read-only view (O(1), unlike :attr:`messages`)."""
+        return MessageView(self._log.messages, self._len)
+
+    def request_messages(self) -> MessageView:
+        """The messages as sent to a model: a read-only view without ``directive_ids``.
+
+        O(1) whatever the history's length; it never changes once handed out.
+        """
+        return MessageView(self._log.wire, self._len)
+
     def append(self, message: Message) -> Transcript:
-        """Return a transcript with ``message`` (validated and copied) appended.
+        """Return a transcript with ``message`` (validated, copied read-only) appended.
 
         Raises:
             TypeError: ``message`` is not a mapping.
-            ReminderError: ``RMD-001`` naming the bad key.
+            MessageError: ``RMD-101`` naming the bad key.
         """
-        return self._append_owned(validate_message(message))
-
-    def _append_owned(self, message: Message) -> Transcript:
-        """Append a message the library built itself (no copy)."""
+        owned = validate_message(message)
         log = self._log
         with log.lock:
             if len(log.messages) == self._len:
-                log.add(message)
+                log.add(owned)
                 return self._derive(length=self._len + 1)
         forked = _Log(log.messages[: self._len])
-        forked.add(message)
+        forked.add(owned)
         return self._derive(log=forked, length=self._len + 1)
 
-    def _with_messages(self, messages: Iterable[Message]) -> Transcript:
-        log = _Log(messages)
+    def with_messages(self, messages: Iterable[Message]) -> Transcript:
+        """A transcript whose history is replaced by ``messages`` (validated): compaction."""
+        checked = [validate_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+        log = _Log(checked)
         return self._derive(log=log, length=len(log.messages))
 
-    def _with_audit(self, event: dict[str, Any]) -> Transcript:
-        """Record an audit-only entry: kept in the event view, never sent to the model."""
-        return self._derive(audit=(*self.audit, event))
+    def with_reminders(self, reminders: Iterable[Reminder]) -> Transcript:
+        """A transcript with the same history and ``reminders`` as its pending queue."""
+        return self._derive(reminders=_check_reminders(reminders))
 
-    def _is_committed(self, reminder: Reminder) -> bool:
+    def with_audit(self, event: Mapping[str, Any]) -> Transcript:
+        """Record an audit-only entry: kept in the event view, never sent to the model."""
+        return self._derive(audit=(*self.audit, copy_json(event)))
+
+    def is_committed(self, reminder: Reminder) -> bool:
         """Whether ``reminder`` is already in history: its id in some message's
         ``directive_ids``, or its rendered text in history that has no such key."""
-        log, length = self._log, self._len
-        at = log.directive_at.get(reminder.id)
-        if at is not None and at < length:
-            return True
-        if not log.text_at:  # no foreign directive text anywhere: skip rendering
-            return False
-        at = log.text_at.get(render_directive(reminder))
-        return at is not None and at < length
+        return self._log.index.is_committed(reminder, self._len)
 
-    def _has_instructions(self) -> bool:
-        at = self._log.instructions_at
-        return at is not None and at < self._len
+    def has_instructions(self) -> bool:
+        """Whether some message already holds ``ENVELOPE_INSTRUCTIONS``."""
+        return self._log.index.has_instructions(self._len)
+
+    @property
+    def invalid_reminder_ids(self) -> tuple[str, ...]:
+        """Ids of invalid reminder events read by :meth:`from_events`, not yet reported."""
+        return tuple(reported for reported, _ in self._invalid)
+
+    def report_invalid(self, event_log: EventLog | None) -> Transcript:
+        """Report invalid reminder events once (``dropped``) and return the pruned transcript."""
+        if not self._invalid:
+            return self
+        if event_log is not None:
+            for reported, _ in self._invalid:
+                event_log.lifecycle(
+                    Kind.DROPPED, self.id, {"reminder_id": reported, "reason": "invalid"}
+                )
+        return self._derive(invalid=())
 
     # -- event view and JSON ----------------------------------------------------------------
 
@@ -276,7 +348,7 @@ class Transcript:
                     f"events[{index}].kind must be 'message' or 'system_reminder'; got {kind!r}",
                 )
         transcript = cls(reminders=reminders, id=id)
-        return transcript._with_messages(messages)._derive(
+        return transcript.with_messages(messages)._derive(
             invalid=tuple(invalid), audit=tuple(audit)
         )
 
@@ -310,6 +382,21 @@ class Transcript:
         if not isinstance(tid, str):
             raise ReminderError("RMD-001", "transcript document: id must be a string")
         return cls.from_events(events, id=tid)
+
+
+def check_transcript(value: object) -> Transcript:
+    """Validate a ``transcript`` argument."""
+    if not isinstance(value, Transcript):
+        raise TypeError(f"transcript must be a Transcript, not {type(value).__name__}")
+    return value
+
+
+def _check_reminders(reminders: Iterable[Reminder]) -> tuple[Reminder, ...]:
+    pending = tuple(reminders)
+    for r in pending:
+        if not isinstance(r, Reminder):
+            raise TypeError(f"reminders must be Reminder values, not {type(r).__name__}")
+    return pending
 
 
 def message_event(message: Message, event_id: str) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from .._core.envelope import neutralize_untrusted
 from .._core.records import Message
-from .._core.render import neutralize_untrusted
 from .._core.request import (
     Model,
     ModelRequest,
