@@ -31,6 +31,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/turn_cost.py
 	$(BIN)/python bench/facts.py
+	$(BIN)/python bench/loop_overhead.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
