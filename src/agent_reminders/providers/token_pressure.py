@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["PROVIDER", "context_window", "evaluate", "live_tokens"]
+__all__ = ["CONFIG", "PROVIDER", "context_window", "evaluate", "live_tokens"]
 
 # (level word, threshold percent), highest first; the first threshold reached wins.
 _LEVELS: tuple[tuple[str, int], ...] = (("CRITICAL", 95), ("WARNING", 85), ("CAUTION", 70))
@@ -98,10 +98,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     )
 
 
+# Keys of reminders.config['token_pressure'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {"context_window": (int,)}
+
 PROVIDER = ProviderSpec(
     id="token_pressure",
     subscribes_to=("on_budget_threshold",),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="Warns at 70/85/95% of the context window and asks to compact or summarize.",
 )
