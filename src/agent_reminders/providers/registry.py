@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._core.errors import Diagnostic, ReminderError
+from .._core.errors import ConfigError, Diagnostic, ReminderError
 from .._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
 from ..config import ReminderOptions, _parse, reminder_config_problems
 from . import (
@@ -58,9 +59,15 @@ class ProviderRegistry:
     def register(self, id: str, *, subscribes_to: str | Iterable[str], evaluate: Evaluate) -> None:
         """Add a provider; an existing id is replaced and moves last.
 
+        ``evaluate`` must be a plain (synchronous) function: providers run inside
+        ``session.fire``, which is synchronous, so a coroutine would never be awaited. Do async
+        work (network, files) before firing and let ``evaluate`` read its result; blocking
+        work is fine — the loop runs blocking providers in a worker thread.
+
         Raises:
             ValueError: a blank id, a canonical id, an unknown event, or no events.
             TypeError: ``evaluate`` is not callable.
+            ConfigError: ``evaluate`` is an ``async def`` (or another coroutine function).
         """
         if not isinstance(id, str) or not id.strip() or id.startswith("-"):
             raise ValueError(
@@ -73,6 +80,13 @@ class ProviderRegistry:
             )
         if not callable(evaluate):
             raise TypeError(f"provider {id!r}: evaluate must be callable")
+        if _is_async(evaluate):
+            raise ConfigError(
+                f"provider {id!r}: evaluate must be a plain function; got the coroutine function "
+                f"{getattr(evaluate, '__qualname__', type(evaluate).__qualname__)!r}, whose "
+                "result session.fire (synchronous) could never await. Do the async work before "
+                "firing and return its result from a plain def evaluate(ctx)"
+            )
         names = [subscribes_to] if isinstance(subscribes_to, str) else list(subscribes_to)
         if not names:
             raise ValueError(f"provider {id!r} subscribes to no event")
@@ -100,6 +114,17 @@ class ProviderRegistry:
         """The providers ``options`` enables, in evaluation order."""
         ids = enabled_provider_ids(options, user_ids=self._user)
         return [p for p in self.all_providers() if p.id in ids]
+
+
+def _is_async(fn: object) -> bool:
+    """An ``async def`` (or async generator) function, a partial of one, or an object whose
+    ``__call__`` is one."""
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method itself
+    return not inspect.isfunction(fn) and (
+        inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+    )
 
 
 def enabled_provider_ids(options: ReminderOptions, *, user_ids: Iterable[str] = ()) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.request import Usage
 from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
 __all__ = ["CONFIG", "PROVIDER", "context_window", "evaluate", "live_tokens"]
@@ -24,7 +25,8 @@ def live_tokens(payload: object) -> int | None:
     """Return the live prompt size from an event payload, or ``None`` when it says nothing.
 
     Sources, first usable wins: ``context_tokens``, ``prompt_tokens``,
-    ``usage["input_tokens"]`` (plus ``usage["output_tokens"]`` when present), ``tokens_used``.
+    ``usage["input_tokens"]`` (plus ``usage["output_tokens"]`` when present; ``usage`` is a
+    mapping or a :class:`~agent_reminders.Usage`), ``tokens_used``.
     Only non-negative ``int`` values count; anything else falls through to the next source.
 
     Args:
@@ -40,6 +42,8 @@ def live_tokens(payload: object) -> int | None:
         if found is not None:
             return found
     usage = payload.get("usage")
+    if isinstance(usage, Usage):  # a host may pass the loop's record as it is
+        usage = usage.to_dict()
     if isinstance(usage, Mapping):
         source = _count(usage.get("input_tokens"))
         if source is not None:
