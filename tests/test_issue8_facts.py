@@ -46,7 +46,9 @@ def test_a_path_that_is_not_a_str_or_pathlike_is_a_fact_error(
     assert list(tmp_path.iterdir()) == []  # no file named "None" or "5"
 
 
-def test_pathlike_paths_are_accepted(tmp_path: Path) -> None:
+def test_pathlike_paths_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # whatever goes wrong, no stray file in the checkout
+
     class Where(os.PathLike[str]):
         def __fspath__(self) -> str:
             return str(tmp_path / "pl.db")
