@@ -540,7 +540,9 @@ def test_search_empty_namespace_says_no_facts(db: Path) -> None:
     _seed(db)
     result = invoke("facts", "search", "PostgreSQL", "--db", str(db), "-n", "other/ns")
     assert result.exit_code == 0
-    assert result.stdout.strip() == "no facts"
+    # issue 8: piped output with no results is empty; the note goes to stderr
+    assert result.stdout == ""
+    assert result.stderr.strip() == "no facts"
     assert search_json(db, "PostgreSQL", "--namespace", "other/ns") == []
 
 
@@ -549,7 +551,8 @@ def test_search_empty_store_says_no_facts(db: Path) -> None:
         pass
     result = invoke("facts", "search", "x", "--db", str(db))
     assert result.exit_code == 0
-    assert result.stdout.strip() == "no facts"
+    assert result.stdout == ""  # issue 8: the note is on stderr when piped
+    assert result.stderr.strip() == "no facts"
 
 
 def test_search_not_a_fact_store_is_one_error_line(tmp_path: Path) -> None:
@@ -608,7 +611,8 @@ def test_list_empty_namespace_says_no_facts(db: Path) -> None:
     add(db, "Something.")
     result = invoke("facts", "list", "--db", str(db), "-n", "empty/ns")
     assert result.exit_code == 0
-    assert result.stdout == "no facts\n"
+    assert result.stdout == ""  # issue 8: the note is on stderr when piped
+    assert result.stderr == "no facts\n"
 
 
 def test_list_missing_db_is_one_error_line(tmp_path: Path) -> None:

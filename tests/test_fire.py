@@ -452,9 +452,13 @@ def test_provider_evaluated_reports_fired_count() -> None:
         "two", subscribes_to="post_step", evaluate=_const([{"body": "a"}, {"body": "b"}])
     )
     s.providers.register("none", subscribes_to="post_step", evaluate=_const(None))
-    s.fire("post_step")
+    result = s.fire("post_step")
     got = {p["provider_id"]: p["fired"] for p in _evaluated(log)}
-    assert got == {"two": 2, "none": 0}
+    # `fired` is a boolean (issue 8: the same for providers and generators); how many
+    # reminders a provider fired is in the FireResult reports
+    assert got == {"two": True, "none": False}
+    assert all(type(v) is bool for v in got.values())
+    assert [r["provider"] for r in result.reports] == ["two", "two"]
 
 
 # -- budget -------------------------------------------------------------------------------------

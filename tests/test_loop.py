@@ -1549,18 +1549,24 @@ async def test_without_a_session_the_loop_makes_one_from_its_arguments() -> None
 
 
 @pytest.mark.anyio
-async def test_a_given_session_ignores_system_reminders_and_event_log() -> None:
+async def test_a_given_session_keeps_its_system_reminders_and_event_log() -> None:
+    # Spec 02 §3 (changed by issue 8): with session=, passing system, reminders or event_log
+    # other than their defaults is a ValueError naming the argument, never silently ignored.
     own_log = EventLog()
     other_log = EventLog()
     session = Session(system="Session system.", event_log=own_log)
+    for name, value in (
+        ("system", "Ignored system."),
+        ("reminders", False),
+        ("event_log", other_log),
+    ):
+        with pytest.raises(ValueError, match=name):
+            await agent_loop(Host([answer()]), "task", session=session, **{name: value})
+    assert session.transcript.messages == ()  # refused before anything happened
+    assert len(other_log) == 0
 
     result = await agent_loop(
-        Host([answer()]),
-        "task",
-        session=session,
-        system="Ignored system.",
-        reminders=False,
-        event_log=other_log,
+        Host([answer()]), "task", session=session, system="", reminders=True, event_log=None
     )
 
     assert result.requests[0].system == "Session system."

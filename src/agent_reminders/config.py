@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from ._core.errors import ReminderError
+from ._core.errors import ConfigError, ReminderError
 
 __all__ = [
     "DEFAULT_MAX_ITERATION_BYTES",
@@ -17,6 +18,7 @@ __all__ = [
     "WorkspaceRoot",
     "parse_reminder_config",
     "parse_workspace",
+    "reminder_config_problems",
 ]
 
 DEFAULT_MAX_ITERATION_BYTES = 16384
@@ -85,7 +87,32 @@ class ReminderOptions:
 
 
 def parse_reminder_config(value: object) -> ReminderOptions:
-    """Accept ``True``/``False``, a mapping or a :class:`ReminderOptions`."""
+    """Accept ``True``/``False``, a mapping or a :class:`ReminderOptions`, and check it.
+
+    Besides the shape (``RMD-001``), the settings of the canonical providers are checked
+    against the config schema each one declares (``ProviderSpec.config_schema``): an unknown
+    key, a value of the wrong type, or a provider id that is a misspelling of a canonical one
+    is a :class:`ConfigError` (``RMD-104``) naming the setting and the known ones.
+
+    Other ids are taken to be user providers: those are registered on a session after it is
+    made (``session.providers.register``), are enabled by default, and may be disabled
+    (``"-id"``) or configured (``config[id]``) here.
+
+    Example:
+        >>> parse_reminder_config({"config": {"idle_nudge": {"idle_secs": 5}}})
+        Traceback (most recent call last):
+        ...
+        agent_reminders._core.errors.ConfigError: RMD-104: unknown key 'idle_secs' in reminders.config.idle_nudge; known keys: idle_seconds, seconds
+    """  # noqa: E501
+    options = _parse(value)
+    problems = reminder_config_problems(options)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return options
+
+
+def _parse(value: object) -> ReminderOptions:
+    """The shape check of :func:`parse_reminder_config`, without the provider schemas."""
     if isinstance(value, ReminderOptions):
         return value
     if value is True or value is None:
@@ -101,6 +128,43 @@ def parse_reminder_config(value: object) -> ReminderOptions:
     if unknown:
         raise ReminderError("RMD-001", f"unknown option(s): {', '.join(unknown)}")
     return ReminderOptions(**{k: value[k] for k in _OPTION_KEYS if k in value})
+
+
+_USER_PROVIDERS_NOTE = (
+    "user providers are registered on the session after it is made "
+    "(session.providers.register) and are enabled by default"
+)
+
+
+def reminder_config_problems(options: ReminderOptions) -> list[str]:
+    """Every problem :func:`parse_reminder_config` would raise for, one message each.
+
+    Checks the config of each canonical provider against its schema and flags provider ids
+    (in ``providers`` and ``config``) that are misspellings of canonical ids.
+    """
+    # Imported here: the providers import this module for ReminderOptions.
+    from .providers.base import config_problems
+    from .providers.registry import CANONICAL_PROVIDERS
+
+    specs = {spec.id: spec for spec in CANONICAL_PROVIDERS}
+    known = ", ".join(specs)
+    problems: list[str] = []
+    named = [(entry.lstrip("-").strip(), "reminders.providers") for entry in options.providers]
+    named += [(key, "reminders.config") for key in options.config]
+    for pid, where in dict.fromkeys(named):
+        if pid in specs:
+            continue
+        folded = pid.lower().replace("-", "_").replace(" ", "_")
+        close = difflib.get_close_matches(folded, specs, n=1, cutoff=0.8)
+        if close:
+            problems.append(
+                f"unknown provider {pid!r} in {where}; did you mean {close[0]!r}? "
+                f"Canonical providers: {known} ({_USER_PROVIDERS_NOTE})"
+            )
+    for pid, config in options.config.items():
+        if pid in specs:
+            problems.extend(config_problems(specs[pid], config))
+    return problems
 
 
 def _path(value: object, where: str) -> str:

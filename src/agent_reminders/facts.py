@@ -12,14 +12,16 @@ Example:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import math
+import os
 import re
 import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,10 +129,23 @@ def normalize_kind(kind: str) -> str:
     return kind.strip().lower().replace("-", "_")
 
 
+def _encodable(text: str, field: str) -> str:
+    # SQLite stores UTF-8; a lone surrogate ("\ud800") cannot be encoded and would surface as
+    # a raw UnicodeEncodeError from deep inside sqlite3.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FactError(
+            f"{field} is not valid Unicode text (lone surrogate {text[exc.start]!r} at index "
+            f"{exc.start}); got {text!r}"
+        ) from None
+    return text
+
+
 def _check_namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or not namespace.strip():
         raise FactError(f"namespace must be a non-blank string; got {namespace!r}")
-    return namespace.strip()
+    return _encodable(namespace, "namespace").strip()
 
 
 def _validate(fact: object) -> tuple[str, str, float, list[dict[str, str]], list[str]]:
@@ -146,6 +161,8 @@ def _validate(fact: object) -> tuple[str, str, float, list[dict[str, str]], list
         raise FactError(f"kind must be a non-blank string; got {kind!r}")
     if not isinstance(claim, str) or not claim.strip():
         raise FactError(f"claim must be a non-blank string; got {claim!r}")
+    _encodable(kind, "kind")
+    _encodable(claim, "claim")
     confidence = fact.get("confidence")
     if (
         isinstance(confidence, bool)
@@ -163,6 +180,8 @@ def _validate(fact: object) -> tuple[str, str, float, list[dict[str, str]], list
             raise FactError(f"evidence[{i}] must be an object with exactly 'kind' and 'ref'")
         if not all(isinstance(item[k], str) and item[k].strip() for k in ("kind", "ref")):
             raise FactError(f"evidence[{i}].kind and .ref must be non-blank strings")
+        for key in ("kind", "ref"):
+            _encodable(item[key], f"evidence[{i}].{key}")
         checked.append({"kind": item["kind"], "ref": item["ref"]})
     tags = fact.get("tags", [])
     if tags is None:
@@ -171,6 +190,8 @@ def _validate(fact: object) -> tuple[str, str, float, list[dict[str, str]], list
         isinstance(t, str) and t.strip() for t in tags
     ):
         raise FactError(f"tags must be a list of non-blank strings; got {tags!r}")
+    for i, tag in enumerate(tags):
+        _encodable(tag, f"tags[{i}]")
     return (
         normalize_kind(kind),
         claim.strip(),
@@ -231,40 +252,90 @@ def _rank(rows: builtins.list[tuple[Any, ...]], terms: set[str]) -> builtins.lis
 class FactStore:
     """Facts in a SQLite file (WAL, busy timeout), searchable with BM25.
 
-    Safe for several threads and several processes writing one file. ``path`` may be
-    ``":memory:"``. ``create=False`` opens an existing store only (``FactError`` otherwise).
+    Safe for several threads and several processes writing one file. ``path`` is a ``str`` or
+    an ``os.PathLike`` and may be ``":memory:"``. ``create=False`` opens an existing store only
+    (``FactError`` otherwise).
+
+    A store whose file (or folder) cannot be written — a read-only checkout, a read-only mount —
+    is opened read-only (``read_only`` is then ``True``): ``recall`` and ``list`` work, writes
+    raise ``FactError``. It is opened with SQLite's ``mode=ro`` and, when even that needs a
+    file it may not create (WAL's shared-memory file), with ``immutable=1``, which reads the
+    main database file only (anything left in an un-checkpointed WAL is not seen).
+    ``open_mode`` says which: ``"rw"``, ``"mode=ro"`` or ``"mode=ro&immutable=1"``.
+
+    Raises:
+        FactError: ``path`` is not a path, is a directory, is not a fact store (a foreign or
+            corrupt file) or cannot be read; the message names the file.
     """
 
     def __init__(
-        self, path: str | Path, *, create: bool = True, busy_timeout_ms: int = 10_000
+        self, path: str | os.PathLike[str], *, create: bool = True, busy_timeout_ms: int = 10_000
     ) -> None:
-        self.path = str(path)
+        self.path = _check_path(path)
         memory = self.path == ":memory:"
-        if not memory and not create and not Path(self.path).is_file():
-            raise FactError(f"no fact store at {self.path}")
-        if not memory and create:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        file = Path(self.path)
+        if not memory:
+            if file.is_dir():
+                raise FactError(f"{self.path} is a directory, not a fact store file")
+            if not create and not file.is_file():
+                raise FactError(f"no fact store at {self.path}")
+            if create and not file.exists():
+                try:
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise FactError(
+                        f"cannot create the folder of fact store {self.path}: {exc.strerror or exc}"
+                    ) from None
+        self.read_only: bool = not memory and file.exists() and not _writable(file)
         self._lock = threading.RLock()
-        try:
-            self._db = sqlite3.connect(
-                self.path,
-                timeout=busy_timeout_ms / 1000,
-                check_same_thread=False,
-                isolation_level=None,
-            )
-        except sqlite3.Error as exc:
-            raise FactError(f"cannot open fact store {self.path}: {exc}") from None
-        try:
-            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if not memory:
-                self._db.execute("PRAGMA journal_mode = WAL")
-                self._db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise FactError(f"{self.path} is not a usable fact store: {exc}") from None
+        self._timeout = busy_timeout_ms
+        modes: tuple[str | None, ...] = ("mode=ro", "mode=ro&immutable=1")
+        if not self.read_only:
+            modes = (None,)
+        for attempt, mode in enumerate(modes):
+            try:
+                self._db = self._connect(mode)
+            except sqlite3.OperationalError as exc:
+                if attempt + 1 < len(modes):
+                    continue  # mode=ro could not open the file: read it immutable
+                raise FactError(f"cannot open fact store {self.path}: {exc}") from None
+            except sqlite3.Error as exc:
+                raise FactError(f"cannot open fact store {self.path}: {exc}") from None
+            try:
+                self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                self._migrate(wal=not memory and not self.read_only)
+            except sqlite3.OperationalError as exc:
+                self._db.close()
+                if attempt + 1 < len(modes):
+                    continue  # mode=ro could not open the WAL index: read the file immutable
+                raise FactError(f"cannot read fact store {self.path}: {exc}") from None
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise FactError(f"{self.path} is not a usable fact store: {exc}") from None
+            except FactError:
+                self._db.close()
+                raise
+            self.open_mode = mode or "rw"
+            break
 
-    def _migrate(self) -> None:
+    def _connect(self, mode: str | None) -> sqlite3.Connection:
+        target, uri = self.path, False
+        if mode is not None:
+            target, uri = f"{Path(self.path).resolve().as_uri()}?{mode}", True
+        return sqlite3.connect(
+            target,
+            timeout=self._timeout / 1000,
+            check_same_thread=False,
+            isolation_level=None,
+            uri=uri,
+        )
+
+    def _migrate(self, *, wal: bool) -> None:
+        """Check the file is a fact store (or empty), then switch to WAL and create the schema.
+
+        WAL is switched on only after the checks: it rewrites the file header, and a foreign
+        database must be left byte for byte as it was.
+        """
         db = self._db
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "meta" not in tables:
@@ -282,14 +353,31 @@ class FactStore:
                     f"{self.path} was written by a newer agent-reminders (schema version "
                     f"{version and version[0]}); upgrade to read it"
                 )
+            self._journal(wal)
             return
+        if self.read_only:
+            raise FactError(
+                f"{self.path} is read-only and holds no fact store yet; nothing can be created "
+                "there"
+            )
+        self._journal(wal)
         with self._write():
             for statement in _DDL:
                 db.execute(statement)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA,))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
 
+    def _journal(self, wal: bool) -> None:
+        if wal:
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+
     def _write(self) -> _Transaction:
+        if self.read_only:
+            raise FactError(
+                f"fact store {self.path} is read-only (the file or its folder is not writable); "
+                "it can be searched but not changed"
+            )
         return _Transaction(self._db, self._lock)
 
     # -- writing ----------------------------------------------------------------------------
@@ -340,7 +428,7 @@ class FactStore:
     def list(self, *, namespace: str = DEFAULT_NAMESPACE) -> builtins.list[Fact]:
         """Every fact of a namespace, newest first."""
         ns = _check_namespace(namespace)
-        with self._lock:
+        with self._reading():
             rows = self._db.execute(
                 f"SELECT {_COLUMNS}, 0 FROM facts WHERE namespace = ? ORDER BY rowid DESC", (ns,)
             ).fetchall()
@@ -375,7 +463,7 @@ class FactStore:
             where += f" AND f.kind IN ({', '.join('?' * len(wanted))})"
             params.extend(wanted)
         found: builtins.list[Fact] = []
-        with self._lock:
+        with self._reading():
             terms = self._selective(query_terms(query))
             if terms:
                 rows = self._db.execute(
@@ -396,6 +484,17 @@ class FactStore:
                 ).fetchall()
                 found.extend(_fact(r) for r in rows)
         return found
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Hold the lock; a damaged file found while reading is a ``FactError`` naming it."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.ProgrammingError:  # a closed store is a usage error, not a bad file
+                raise
+            except sqlite3.DatabaseError as exc:
+                raise FactError(f"cannot read fact store {self.path}: {exc}") from None
 
     def _selective(self, terms: builtins.list[str]) -> builtins.list[str]:
         """Drop query terms too common to rank by, once the store is large.
@@ -450,6 +549,23 @@ class _Transaction:
             self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
         finally:
             self._lock.release()
+
+
+def _check_path(path: object) -> str:
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path.strip():
+        raise FactError(
+            f"a fact store path must be a non-blank str or os.PathLike; got {path!r} "
+            f"({type(path).__name__})"
+        )
+    return path
+
+
+def _writable(file: Path) -> bool:
+    """Whether SQLite can write the store: the file and (for WAL's side files) its folder."""
+    folder = file.resolve().parent
+    return os.access(file, os.W_OK) and os.access(folder, os.W_OK)
 
 
 _COLUMNS = "id, kind, claim, confidence, evidence, tags, namespace, stored_at"

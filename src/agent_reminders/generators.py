@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ._core.envelope import escape_body
 from ._core.events import EventLog, Kind
 
 __all__ = [
@@ -195,10 +196,10 @@ class GeneratorClock:
                         f"authority must be one of {', '.join(_AUTHORITIES)}; got {authority!r}"
                     )
             except Exception as exc:  # isolated: the others still speak
-                self._evaluated(generator.id, 0, f"{type(exc).__name__}: {exc}")
+                self._evaluated(generator.id, False, f"{type(exc).__name__}: {exc}")
                 continue
             spoke = text is not None and bool(text.strip())
-            self._evaluated(generator.id, int(spoke))
+            self._evaluated(generator.id, spoke)
             if text is not None and spoke:
                 out.append(
                     Emission(
@@ -221,7 +222,7 @@ class GeneratorClock:
         self.last_emitted_at.clear()
         self.call_count = 0
 
-    def _evaluated(self, generator_id: str, fired: int, error: str | None = None) -> None:
+    def _evaluated(self, generator_id: str, fired: bool, error: str | None = None) -> None:
         if self.event_log is None:
             return
         payload: dict[str, Any] = {
@@ -235,10 +236,29 @@ class GeneratorClock:
 
 
 def build_reminder_message(texts: Sequence[str], *, timestamp: int | None = None) -> dict[str, Any]:
-    """The pi-compatible ``<system-reminder>`` user message for the given texts."""
+    """The pi-compatible ``<system-reminder>`` user message for the given texts.
+
+    Each text is escaped like a reminder body in the session envelope (``&``, ``<``, ``>``
+    become entities), so no text can close the ``<system-reminder>`` element early — the
+    session path with ``envelope_style="system_reminder"`` gives the same text.
+
+    Raises:
+        TypeError: ``texts`` is a single string (it would be split into characters).
+        ValueError: ``texts`` is empty or holds something other than strings.
+
+    Example:
+        >>> build_reminder_message(["a < b"], timestamp=0)["content"][0]["text"]
+        '<system-reminder>\\na &lt; b\\n</system-reminder>'
+    """
+    if isinstance(texts, str):
+        raise TypeError(
+            "build_reminder_message(texts): texts must be a list of strings, not a single str "
+            f"(it would be split into characters); pass [{texts[:40]!r}]"
+        )
     if not texts or not all(isinstance(t, str) for t in texts):
         raise ValueError("texts must be a non-empty list of strings")
-    text = "<system-reminder>\n" + "\n\n".join(texts) + "\n</system-reminder>"
+    text = "<system-reminder>\n" + "\n\n".join(escape_body(t) for t in texts)
+    text += "\n</system-reminder>"
     return {
         "role": "user",
         "content": [{"type": "text", "text": text}],
@@ -286,6 +306,17 @@ class ReminderInjector:
         self._clock.on_session_start()
 
 
+def _names(value: object, argument: str, gid: str) -> list[str]:
+    """The de-duplicated names an announced delta's ``get_current``/``get_baseline`` gave."""
+    # A str is iterable too, but as a set of names it would be split into characters.
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"announced delta {gid!r}: {argument}() must return an iterable of names (e.g. a "
+            f"list of str), not {type(value).__name__} {value!r:.60}"
+        )
+    return list(dict.fromkeys(value))
+
+
 class _AnnouncedDelta:
     """A generator that announces what was added to and removed from a named set."""
 
@@ -307,12 +338,14 @@ class _AnnouncedDelta:
         self._announced: list[str] = self._baseline()
 
     def _baseline(self) -> list[str]:
-        return list(dict.fromkeys(self._get_baseline())) if self._get_baseline else []
+        if self._get_baseline is None:
+            return []
+        return _names(self._get_baseline(), "get_baseline", self.id)
 
     def compute(self, force: bool) -> str | None:
         if force:
             return None
-        current = list(dict.fromkeys(self._get_current()))
+        current = _names(self._get_current(), "get_current", self.id)
         known = set(self._announced)
         now = set(current)
         added = [name for name in current if name not in known]

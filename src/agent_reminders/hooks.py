@@ -1,6 +1,8 @@
 """Hooks: user code at tool calls, session events, steps, personas and worker lifecycle.
 
-A hook returns ``None``, an action, or reminder effects (``{"reminder": {...}, "then":
+A hook returns ``None``, an action (``{"action": "allow" | "continue" | "block" | "deny" |
+"modify", "reason": ..., "arguments": {...}}``; ``modify`` needs ``arguments``, a mapping that
+replaces the tool call's arguments), or reminder effects (``{"reminder": {...}, "then":
 action}``, a bare reminder mapping, or a list of effects). Reminder effects are validated as
 strict options and injected with source ``hook``.
 """
@@ -70,6 +72,13 @@ def _action(value: Mapping[str, Any], where: str) -> Mapping[str, Any]:
         raise ReminderError(
             "RMD-001",
             f"{where}: unknown hook action {name!r}; expected one of {', '.join(sorted(ACTIONS))}",
+        )
+    if name == "modify" and not isinstance(value.get("arguments"), Mapping):
+        # Ignoring it would run the tool with arguments the hook meant to replace.
+        raise ReminderError(
+            "RMD-001",
+            f"{where}: a 'modify' action needs 'arguments', a mapping of the new tool "
+            f"arguments; got {value.get('arguments')!r}",
         )
     return value
 

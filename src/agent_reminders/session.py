@@ -396,7 +396,7 @@ class Session:
     def _evaluated(
         self, provider_id: str, event: str, fired: int, *, error: str | None = None
     ) -> None:
-        payload: dict[str, Any] = {"provider_id": provider_id, "event": event, "fired": fired}
+        payload: dict[str, Any] = {"provider_id": provider_id, "event": event, "fired": bool(fired)}
         if error is not None:
             payload["error"] = error
         self.event_log.lifecycle(Kind.PROVIDER_EVALUATED, self.id, payload)

@@ -1,7 +1,7 @@
 """The ``agent-reminders`` command line (typer + rich).
 
-Every failure prints one line (``error: …``) on stderr and exits non-zero; ``--debug`` shows
-the traceback instead.
+Every failure prints one line (``error: …``) on stderr and exits non-zero; ``--debug`` (anywhere
+on the command line) shows the traceback instead. With no arguments it prints the help.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from .._core.errors import explain as _explain
@@ -34,9 +35,17 @@ class _OneLineErrors(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        # --debug works anywhere, not only before the subcommand: take it out before click
+        # parses (an argument after "--" is left alone).
+        end = argv.index("--") if "--" in argv else len(argv)
+        state.debug = "--debug" in argv[:end]
+        argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
+        if state.debug:
+            argv.insert(0, "--debug")  # so the root callback sees it too
         run = functools.partial(
             super().main,
-            args,
+            argv,
             prog_name,
             complete_var,
             standalone_mode=False,
@@ -50,6 +59,12 @@ class _OneLineErrors(TyperGroup):
         except typer.Abort:
             typer.echo("error: aborted", err=True)
             sys.exit(1)
+        except NoArgsIsHelpError as exc:
+            # A group called without a command: the help, not an empty "error:" line. (Rich
+            # help is printed while the error is made; plain help is its message.)
+            if exc.format_message():
+                typer.echo(exc.format_message())
+            sys.exit(exc.exit_code)
         except typer.TyperException as exc:  # usage errors and the like: one line
             ctx = getattr(exc, "ctx", None)
             hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
@@ -69,11 +84,28 @@ app = typer.Typer(
 app.add_typer(facts_app, name="facts")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks on errors (anywhere on the line).")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
 ) -> None:
-    state.debug = debug
+    state.debug = state.debug or debug
 
 
 @app.command()

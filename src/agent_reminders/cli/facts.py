@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..facts import DEFAULT_NAMESPACE, Fact, FactStore
 from ..providers.project_facts import DEFAULT_PATH
@@ -28,9 +30,23 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _open_existing(db: Path) -> FactStore:
+    if db.is_dir():
+        raise fail(
+            f"{db} is a directory, not a fact store file (give the file, e.g. {db}/facts.db)"
+        )
     if not db.is_file():
         raise fail(f"no fact store at {db} (add a fact first: agent-reminders facts add ...)")
     return FactStore(db, create=False)
+
+
+# C0 and C1 control characters and DEL. Stored text is data: on a terminal, an escape sequence
+# in a claim could retitle the window, move the cursor or hide earlier output.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str) -> str:
+    """Text for a terminal: line breaks and tabs become spaces, other control characters go."""
+    return _CONTROL.sub("", " ".join(text.split()))
 
 
 def _evidence(items: list[str]) -> list[dict[str, str]]:
@@ -49,10 +65,12 @@ def _show(facts: list[Fact], *, as_json: bool, scores: bool) -> None:
     if as_json:
         emit_json([f.to_dict() for f in facts])
         return
+    terminal = is_terminal()
     if not facts:
-        typer.echo("no facts")
+        # A note for a person, not data: piped output stays empty (stderr carries the note).
+        typer.echo("no facts", err=not terminal)
         return
-    if not is_terminal():
+    if not terminal:
         for f in facts:
             evidence = " ".join(f"{e['kind']}:{e['ref']}" for e in f.evidence)
             score = f"\t{f.score:.3f}" if scores else ""
@@ -66,7 +84,9 @@ def _show(facts: list[Fact], *, as_json: bool, scores: bool) -> None:
     for f in facts:
         evidence = ", ".join(f"{e['kind']}:{e['ref']}" for e in f.evidence)
         row = [f.id, f.kind, f"{f.confidence:.2f}", f.claim, evidence]
-        table.add_row(*row, *([f"{f.score:.3f}"] if scores else []))
+        row += [f"{f.score:.3f}"] if scores else []
+        # Text cells: stored "[bold]" or "[link=…]" is shown as typed, never as rich markup.
+        table.add_row(*(Text(_safe(cell)) for cell in row))
     Console().print(table)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .._core.envelope import neutralize_untrusted
+from .._core.errors import ConfigError
 from .._core.records import Message
 from .._core.request import (
     Model,
@@ -142,7 +143,7 @@ class _Run:
             for action in actions:
                 if action["action"] in ("block", "deny"):
                     blocked = str(action.get("reason") or "blocked by a hook")
-                elif action["action"] == "modify" and isinstance(action.get("arguments"), Mapping):
+                elif action["action"] == "modify":  # hooks checked: arguments is a mapping
                     call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
         tool = self.tools.get(call.name)
         if blocked is not None:
@@ -241,6 +242,27 @@ class _Run:
         return message
 
 
+# The arguments agent_loop only uses to make a session, with their defaults.
+_SESSION_ARGUMENTS: tuple[tuple[str, object], ...] = (
+    ("system", ""),
+    ("reminders", True),
+    ("event_log", None),
+)
+
+
+def _check_session_arguments(**given: object) -> None:
+    """With ``session=``, the session already has these: a second value would be ignored."""
+    for name, default in _SESSION_ARGUMENTS:
+        value = given[name]
+        if value is default or (type(value) is type(default) and value == default):
+            continue
+        raise ConfigError(
+            f"agent_loop(session=..., {name}={value!r:.80}): the session already has its "
+            f"{name}, so this argument would be ignored; set it when making the Session "
+            f"(Session({name}=...)) and leave it out here"
+        )
+
+
 async def agent_loop(
     model: Model,
     task: str | list[dict[str, Any]] | None,
@@ -266,6 +288,13 @@ async def agent_loop(
     ``post_turn`` → (no tool calls) ``post_agent_turn`` and stop. ``session_start`` fires once
     per session; seam ``loop_exit`` runs however the loop ends.
 
+    ``system``, ``reminders`` and ``event_log`` make the session when ``session`` is not
+    given; with ``session`` they must keep their defaults (the session already has them).
+
+    Raises:
+        ConfigError: ``session`` is given together with ``system``, ``reminders`` or
+            ``event_log`` other than their defaults (a ``ValueError``, naming the argument).
+
     Example:
         >>> import anyio
         >>> from agent_reminders.testing import ScriptedModel
@@ -283,6 +312,8 @@ async def agent_loop(
         session = Session(system=system, reminders=reminders, event_log=event_log)
     elif not isinstance(session, Session):
         raise TypeError(f"session must be a Session, not {type(session).__name__}")
+    else:
+        _check_session_arguments(system=system, reminders=reminders, event_log=event_log)
     tool_list = list(tools)
     for tool in tool_list:
         if not isinstance(tool, Tool):

@@ -11,13 +11,15 @@ if TYPE_CHECKING:
     from ..config import ReminderOptions, Workspace
 
 __all__ = [
+    "ConfigSchema",
     "EVENTS",
-    "canonical_reminder",
-    "command_of",
     "FireResult",
     "ProviderContext",
     "ProviderResult",
     "ProviderSpec",
+    "canonical_reminder",
+    "command_of",
+    "config_problems",
     "normalize_event",
 ]
 
@@ -125,16 +127,81 @@ class ProviderContext:
 
 Evaluate = Callable[[ProviderContext], ProviderResult]
 
+# A provider's config keys and the type(s) each value may have. ``None`` always means "use the
+# default"; ``bool`` is only accepted where it is listed (it is an ``int`` subclass); a ``list``
+# or ``tuple`` entry means a list of strings.
+ConfigSchema = Mapping[str, tuple[type, ...]]
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderSpec:
-    """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``."""
+    """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``.
+
+    Attributes:
+        id: The provider id (canonical ids are fixed, spec 02 §6).
+        subscribes_to: The snake_case events it is evaluated on.
+        evaluate: ``evaluate(ctx) -> ProviderResult``, a plain (synchronous) function.
+        canonical: ``True`` for the eight built-in providers.
+        description: One line for humans.
+        config_schema: The keys ``reminders.config[id]`` may hold and their types; checked
+            when reminder options are parsed (canonical providers only).
+        blocking: ``evaluate`` does blocking I/O (``project_facts`` reads SQLite); the loop
+            runs it in a worker thread.
+    """
 
     id: str
     subscribes_to: tuple[str, ...]
     evaluate: Evaluate
     canonical: bool = False
     description: str = field(default="", compare=False)
+    config_schema: ConfigSchema = field(default_factory=dict, compare=False)
+    blocking: bool = False
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = ["list of str" if t in (list, tuple) else t.__name__ for t in types]
+    return " or ".join(dict.fromkeys(names))
+
+
+def config_problems(spec: ProviderSpec, config: Mapping[str, Any] | None) -> list[str]:
+    """What is wrong with ``config`` for ``spec``: unknown keys and values of the wrong type.
+
+    Each problem names the setting (``reminders.config.<id>.<key>``) and the known keys.
+
+    Example:
+        >>> spec = ProviderSpec("demo", ("post_step",), lambda ctx: None,
+        ...                     config_schema={"limit": (int,)})
+        >>> for problem in config_problems(spec, {"limit": True, "colour": "red"}):
+        ...     print(problem)
+        unknown key 'colour' in reminders.config.demo; known keys: limit
+        reminders.config.demo.limit must be int; got True (bool)
+    """
+    if config is None:
+        return []
+    schema = spec.config_schema
+    where = f"reminders.config.{spec.id}"
+    known = ", ".join(sorted(schema)) or f"none ({spec.id} takes no config)"
+    problems = [
+        f"unknown key {key!r} in {where}; known keys: {known}"
+        for key in config
+        if key not in schema
+    ]
+    for key, types in schema.items():
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) and bool not in types:
+            ok = False
+        elif isinstance(value, list | tuple) and (list in types or tuple in types):
+            ok = all(isinstance(item, str) for item in value)
+        else:
+            ok = isinstance(value, tuple(t for t in types if t not in (list, tuple)))
+        if not ok:
+            problems.append(
+                f"{where}.{key} must be {_type_names(types)}; got {value!r} "
+                f"({type(value).__name__})"
+            )
+    return problems
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder, command_of
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, command_of
 
-__all__ = ["DEFAULT_MAX_FINDINGS", "PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "DEFAULT_MAX_FINDINGS", "PROVIDER", "evaluate"]
 
 DEFAULT_MAX_FINDINGS = 6
 _MIN_FINDINGS, _MAX_FINDINGS = 1, 20
@@ -472,11 +472,15 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     )
 
 
+# Keys of reminders.config['grounded_review'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {"max_findings": (int,), "include_warnings": (bool,)}
+
 PROVIDER = ProviderSpec(
     id="grounded_review",
     subscribes_to=("post_tool_use", "post_step", "post_agent_turn"),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description=(
         "Lists concrete failure evidence from the run (error results, failing verifiers, error "
         "diagnostics, failing test/lint/type-check output) to address before claiming success."

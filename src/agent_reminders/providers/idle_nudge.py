@@ -6,9 +6,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["DEFAULT_IDLE_SECONDS", "PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "DEFAULT_IDLE_SECONDS", "PROVIDER", "evaluate"]
 
 DEFAULT_IDLE_SECONDS = 60
 _MIN_IDLE_SECONDS = 1
@@ -58,10 +58,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     return canonical_reminder("idle_nudge", body, ttl_turns=1, tags=["idle"], propagate="none")
 
 
+# Keys of reminders.config['idle_nudge'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {"idle_seconds": (int, float), "seconds": (int, float)}
+
 PROVIDER = ProviderSpec(
     id="idle_nudge",
     subscribes_to=("session_idle",),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="After a long idle pause, asks to re-check state before acting.",
 )

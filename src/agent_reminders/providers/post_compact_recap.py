@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "PROVIDER", "evaluate"]
 
 
 def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
@@ -47,10 +47,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     )
 
 
+# Keys of reminders.config['post_compact_recap'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {}
+
 PROVIDER = ProviderSpec(
     id="post_compact_recap",
     subscribes_to=("post_compact",),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="After compaction, restates the recap or how many messages were archived.",
 )

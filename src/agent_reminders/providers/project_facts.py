@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._core.errors import FactError, ProviderSkippedError
 from ..facts import DEFAULT_NAMESPACE, Fact, FactStore, normalize_kind
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 from .token_pressure import context_window, live_tokens
 
-__all__ = ["DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate"]
 
 DEFAULT_PATH = Path(".agent-reminders") / "facts.db"
 GENERIC_QUERY = "project decisions constraints conventions requirements architecture"
@@ -65,12 +67,24 @@ def _recall(config: Mapping[str, Any], payload: Mapping[str, Any], limit: int) -
     }
     store = config.get("store")
     if isinstance(store, FactStore):
-        return store.recall(_query(config, payload), **options)
-    path = Path(str(config.get("path") or DEFAULT_PATH))
-    if not path.is_file():  # no store yet means no facts; never create one from here
+        try:
+            return store.recall(_query(config, payload), **options)
+        except FactError as exc:
+            raise ProviderSkippedError(f"project_facts skipped: {exc.message}") from exc
+    raw = config.get("path")
+    path = Path(os.fspath(raw)) if isinstance(raw, str | os.PathLike) and raw else DEFAULT_PATH
+    if not path.exists():  # no store yet means no facts; never create one from here
         return []
-    with FactStore(path, create=False) as opened:
-        return opened.recall(_query(config, payload), **options)
+    # A store that exists but cannot be used (a directory, a foreign or corrupt file, an
+    # unreadable one) is reported, never read as "no facts": the session records the error in
+    # provider_evaluated and goes on.
+    try:
+        with FactStore(path, create=False) as opened:
+            return opened.recall(_query(config, payload), **options)
+    except FactError as exc:
+        raise ProviderSkippedError(
+            f"project_facts skipped: cannot use fact store {path}: {exc.message}"
+        ) from exc
 
 
 def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
@@ -79,7 +93,13 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     On ``on_budget_threshold`` it refreshes only when live tokens / window reaches
     ``refresh_ratio`` (default 0.70). Config: ``store`` or ``path``, ``namespace``,
     ``max_facts`` (5, clamped to 0..25), ``min_confidence`` (0.5), ``kind_filter``,
-    ``relevance_query``, ``refresh_ratio``.
+    ``relevance_query``, ``refresh_ratio``, ``context_window``.
+
+    It reads SQLite (blocking I/O), so its spec says ``blocking=True``.
+
+    Raises:
+        ProviderSkippedError: the fact store exists but cannot be used (a directory, not a fact
+            store, unreadable); the message names the file. A missing file is no error.
     """
     config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
     payload: Mapping[str, Any] = ctx.payload if isinstance(ctx.payload, Mapping) else {}
@@ -102,10 +122,25 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     return canonical_reminder("project_facts", body, ttl_turns=1)
 
 
+# Keys of reminders.config['project_facts'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {
+    "store": (FactStore,),
+    "path": (str, os.PathLike),
+    "namespace": (str,),
+    "max_facts": (int,),
+    "min_confidence": (int, float),
+    "kind_filter": (str, list, tuple),
+    "relevance_query": (str,),
+    "refresh_ratio": (int, float),
+    "context_window": (int,),
+}
+
 PROVIDER = ProviderSpec(
     id="project_facts",
     subscribes_to=("session_start", "on_budget_threshold"),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
+    blocking=True,
     description="States recorded project facts at session start and under context pressure.",
 )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._core.errors import Diagnostic, ReminderError
+from .._core.errors import ConfigError, Diagnostic, ReminderError
 from .._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
-from ..config import ReminderOptions, parse_reminder_config
+from ..config import ReminderOptions, _parse, reminder_config_problems
 from . import (
     grounded_review,
     idle_nudge,
@@ -58,9 +59,15 @@ class ProviderRegistry:
     def register(self, id: str, *, subscribes_to: str | Iterable[str], evaluate: Evaluate) -> None:
         """Add a provider; an existing id is replaced and moves last.
 
+        ``evaluate`` must be a plain (synchronous) function: providers run inside
+        ``session.fire``, which is synchronous, so a coroutine would never be awaited. Do async
+        work (network, files) before firing and let ``evaluate`` read its result; blocking
+        work is fine — the loop runs blocking providers in a worker thread.
+
         Raises:
             ValueError: a blank id, a canonical id, an unknown event, or no events.
             TypeError: ``evaluate`` is not callable.
+            ConfigError: ``evaluate`` is an ``async def`` (or another coroutine function).
         """
         if not isinstance(id, str) or not id.strip() or id.startswith("-"):
             raise ValueError(
@@ -73,6 +80,13 @@ class ProviderRegistry:
             )
         if not callable(evaluate):
             raise TypeError(f"provider {id!r}: evaluate must be callable")
+        if _is_async(evaluate):
+            raise ConfigError(
+                f"provider {id!r}: evaluate must be a plain function; got the coroutine function "
+                f"{getattr(evaluate, '__qualname__', type(evaluate).__qualname__)!r}, whose "
+                "result session.fire (synchronous) could never await. Do the async work before "
+                "firing and return its result from a plain def evaluate(ctx)"
+            )
         names = [subscribes_to] if isinstance(subscribes_to, str) else list(subscribes_to)
         if not names:
             raise ValueError(f"provider {id!r} subscribes to no event")
@@ -102,6 +116,17 @@ class ProviderRegistry:
         return [p for p in self.all_providers() if p.id in ids]
 
 
+def _is_async(fn: object) -> bool:
+    """An ``async def`` (or async generator) function, a partial of one, or an object whose
+    ``__call__`` is one."""
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the method itself
+    return not inspect.isfunction(fn) and (
+        inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+    )
+
+
 def enabled_provider_ids(options: ReminderOptions, *, user_ids: Iterable[str] = ()) -> set[str]:
     """Canonical defaults plus user providers, then ``options.providers`` applied in order."""
     if not options.enabled:
@@ -115,23 +140,65 @@ def enabled_provider_ids(options: ReminderOptions, *, user_ids: Iterable[str] = 
     return ids
 
 
-def lint_agent_options(reminders: object = True) -> list[Diagnostic]:
-    """``RMD-007`` (info) when more than eight distinct providers would be enabled."""
-    options = parse_reminder_config(reminders)
-    ids = enabled_provider_ids(options)
-    if len(ids) <= 8:
-        return []
-    return [
-        Diagnostic(
-            code="RMD-007",
-            severity="info",
-            message=(
-                f"{len(ids)} reminder providers are enabled ({', '.join(sorted(ids))}); "
-                "more than eight may crowd every request — disable the ones this agent does "
-                "not need"
-            ),
-        )
+def lint_agent_options(
+    reminders: object = True, *, user_providers: Iterable[str] | ProviderRegistry | None = None
+) -> list[Diagnostic]:
+    """Check reminder options without raising.
+
+    Reports, as ``RMD-104`` errors, every problem :func:`parse_reminder_config` raises for
+    (unknown config keys or wrong value types of a canonical provider, misspelt canonical ids),
+    then ``RMD-007`` (info) when more than eight distinct providers would be enabled.
+
+    With ``user_providers`` (the ids of the user providers, or a session's ``providers``
+    registry), an id that names neither a canonical nor one of those providers is an
+    ``RMD-104`` error as well; without it other ids are taken to be user providers.
+
+    Example:
+        >>> [d.code for d in lint_agent_options({"providers": ["-nope"]}, user_providers=[])]
+        ['RMD-104']
+        >>> lint_agent_options({"config": {"grounded_review": {"max_findings": "6"}}})[0].message
+        "reminders.config.grounded_review.max_findings must be int; got '6' (str)"
+    """
+    options = _parse(reminders)
+    diagnostics = [
+        Diagnostic(code="RMD-104", severity="error", message=problem)
+        for problem in reminder_config_problems(options)
     ]
+    if user_providers is not None:
+        users = (
+            {p.id for p in user_providers.user_providers()}
+            if isinstance(user_providers, ProviderRegistry)
+            else set(user_providers)
+        )
+        known = [p.id for p in CANONICAL_PROVIDERS] + sorted(users)
+        named = [(e.lstrip("-").strip(), "reminders.providers") for e in options.providers]
+        named += [(key, "reminders.config") for key in options.config]
+        for pid, where in dict.fromkeys(named):
+            if pid not in known:
+                diagnostics.append(
+                    Diagnostic(
+                        code="RMD-104",
+                        severity="error",
+                        message=(
+                            f"unknown provider {pid!r} in {where}; known providers: "
+                            f"{', '.join(known)}"
+                        ),
+                    )
+                )
+    ids = enabled_provider_ids(options)
+    if len(ids) > 8:
+        diagnostics.append(
+            Diagnostic(
+                code="RMD-007",
+                severity="info",
+                message=(
+                    f"{len(ids)} reminder providers are enabled ({', '.join(sorted(ids))}); "
+                    "more than eight may crowd every request — disable the ones this agent "
+                    "does not need"
+                ),
+            )
+        )
+    return diagnostics
 
 
 def _as_options(item: object, provider_id: str) -> Mapping[str, Any]:

@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["INITIATORS", "PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "INITIATORS", "PROVIDER", "evaluate"]
 
 INITIATORS: tuple[str, ...] = ("parent", "timeout", "trigger", "operator")
 
@@ -88,10 +88,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     )
 
 
+# Keys of reminders.config['resume_continuity'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {}
+
 PROVIDER = ProviderSpec(
     id="resume_continuity",
     subscribes_to=("worker_resumed",),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="On resume, states where the worker stopped, why, who resumed it and the input.",
 )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .._core.request import Usage
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["PROVIDER", "context_window", "evaluate", "live_tokens"]
+__all__ = ["CONFIG", "PROVIDER", "context_window", "evaluate", "live_tokens"]
 
 # (level word, threshold percent), highest first; the first threshold reached wins.
 _LEVELS: tuple[tuple[str, int], ...] = (("CRITICAL", 95), ("WARNING", 85), ("CAUTION", 70))
@@ -24,7 +25,8 @@ def live_tokens(payload: object) -> int | None:
     """Return the live prompt size from an event payload, or ``None`` when it says nothing.
 
     Sources, first usable wins: ``context_tokens``, ``prompt_tokens``,
-    ``usage["input_tokens"]`` (plus ``usage["output_tokens"]`` when present), ``tokens_used``.
+    ``usage["input_tokens"]`` (plus ``usage["output_tokens"]`` when present; ``usage`` is a
+    mapping or a :class:`~agent_reminders.Usage`), ``tokens_used``.
     Only non-negative ``int`` values count; anything else falls through to the next source.
 
     Args:
@@ -40,6 +42,8 @@ def live_tokens(payload: object) -> int | None:
         if found is not None:
             return found
     usage = payload.get("usage")
+    if isinstance(usage, Usage):  # a host may pass the loop's record as it is
+        usage = usage.to_dict()
     if isinstance(usage, Mapping):
         source = _count(usage.get("input_tokens"))
         if source is not None:
@@ -98,10 +102,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     )
 
 
+# Keys of reminders.config['token_pressure'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {"context_window": (int,)}
+
 PROVIDER = ProviderSpec(
     id="token_pressure",
     subscribes_to=("on_budget_threshold",),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="Warns at 70/85/95% of the context window and asks to compact or summarize.",
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "PROVIDER", "evaluate"]
 
 _UNKNOWN_TOOL = "unknown"
 
@@ -58,10 +58,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     )
 
 
+# Keys of reminders.config['tool_output_truncated'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {}
+
 PROVIDER = ProviderSpec(
     id="tool_output_truncated",
     subscribes_to=("post_tool_use",),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="Says when a tool's output was truncated and how to read the rest.",
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 
-__all__ = ["PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "PROVIDER", "evaluate"]
 
 _MODES = {"ro": "read-only", "rw": "read-write"}
 
@@ -58,10 +58,14 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     return canonical_reminder("workspace_anchor", body, ttl_turns=1)
 
 
+# Keys of reminders.config['workspace_anchor'] and their types (checked at parse time).
+CONFIG: ConfigSchema = {}
+
 PROVIDER = ProviderSpec(
     id="workspace_anchor",
     subscribes_to=("session_start", "on_budget_threshold"),
     evaluate=evaluate,
     canonical=True,
+    config_schema=CONFIG,
     description="Restates the primary workspace root and each additional root with its mode.",
 )

@@ -1,5 +1,36 @@
-"""Test doubles users need: scripted and function models, event capture, builders."""
+"""Test doubles users need: scripted and function models, event capture, builders.
 
+Example:
+    >>> import anyio
+    >>> from agent_reminders import agent_loop
+    >>> from agent_reminders.testing import ScriptedModel, capture_events, tool_call
+    >>> model = ScriptedModel([{"tool_calls": [tool_call("c1", "ls")]}, {"content": "done"}])
+    >>> async def main(session):
+    ...     return await agent_loop(model, "list the files", session=session)
+    >>> with capture_events(kind_prefix="loop.") as events:
+    ...     session = make_session(event_log=events.event_log)
+    ...     result = anyio.run(main, session)
+    >>> result.status, len(model.requests), events.kinds()[0]
+    ('completed', 2, 'loop.checkpoint')
+"""
+
+from .builders import assistant, make_session, text_of, tool_call, tool_result, user
+from .events import CapturedEvents, capture_events
+from .function import FunctionModel, ModelFunction
 from .scripted import ScriptedModel, ScriptExhaustedError, response_from
 
-__all__ = ["ScriptExhaustedError", "ScriptedModel", "response_from"]
+__all__ = [
+    "CapturedEvents",
+    "FunctionModel",
+    "ModelFunction",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "assistant",
+    "capture_events",
+    "make_session",
+    "response_from",
+    "text_of",
+    "tool_call",
+    "tool_result",
+    "user",
+]

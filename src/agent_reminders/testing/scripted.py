@@ -1,66 +1,159 @@
-"""Test doubles users need: a scripted model that records what it was sent."""
+"""A scripted model that plays back responses and records what it was sent."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._core.errors import AgentRemindersError, ScriptError
 from .._core.messages import validate_message
 from .._core.request import ModelRequest, ModelResponse, Usage
 
 __all__ = ["ScriptExhaustedError", "ScriptedModel", "response_from"]
+
+_MESSAGE_KEYS = frozenset({"message", "usage", "delay_seconds"})
+_SHORTHAND_KEYS = frozenset({"content", "tool_calls", "usage", "delay_seconds"})
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens")
 
 
 class ScriptExhaustedError(RuntimeError):
     """The scripted model was called more often than it has responses."""
 
 
+class _ScriptTypeError(ScriptError, TypeError):
+    """A script value of the wrong kind (a ``ScriptError`` that is also a ``TypeError``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    response: ModelResponse
+    delay: float = 0.0
+
+
+def _usage(value: object, where: str) -> Usage:
+    if not isinstance(value, Mapping):
+        raise _ScriptTypeError(
+            f"{where}.usage must be a mapping {{input_tokens, output_tokens}}; got "
+            f"{type(value).__name__}"
+        )
+    unknown = sorted(str(k) for k in value if k not in _USAGE_KEYS)
+    if unknown:
+        raise ScriptError(
+            f"{where}.usage: unknown key(s) {', '.join(unknown)}; known keys: "
+            f"{', '.join(_USAGE_KEYS)}"
+        )
+    counts: dict[str, int | None] = {}
+    for key in _USAGE_KEYS:
+        if key not in value:
+            if key == "cached_input_tokens":
+                counts[key] = None
+                continue
+            raise ScriptError(f"{where}.usage is missing {key!r}")
+        count = value[key]
+        if count is None and key == "cached_input_tokens":
+            counts[key] = None
+        elif type(count) is int and count >= 0:
+            counts[key] = count
+        else:
+            raise ScriptError(f"{where}.usage.{key} must be an int >= 0; got {count!r}")
+    return Usage(
+        input_tokens=counts["input_tokens"] or 0,
+        output_tokens=counts["output_tokens"] or 0,
+        cached_input_tokens=counts["cached_input_tokens"],
+    )
+
+
+def _delay(value: object, where: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ScriptError(f"{where}.delay_seconds must be a number >= 0; got {value!r}")
+    return float(value)
+
+
+def _step(item: object, where: str) -> _Step:
+    if isinstance(item, ModelResponse):
+        return _Step(item)
+    if not isinstance(item, Mapping):
+        raise _ScriptTypeError(
+            f"{where} must be a ModelResponse or a mapping, not {type(item).__name__}"
+        )
+    if "message" in item:
+        allowed = _MESSAGE_KEYS
+    elif "content" in item or "tool_calls" in item:
+        allowed = _SHORTHAND_KEYS
+    else:
+        keys = ", ".join(sorted(str(k) for k in item)) or "none"
+        raise ScriptError(f"{where} needs 'message', 'content' or 'tool_calls' (its keys: {keys})")
+    unknown = sorted(str(k) for k in item if k not in allowed)
+    if unknown:
+        raise ScriptError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; an entry has "
+            f"{', '.join(sorted(allowed))}"
+        )
+    try:
+        if "message" in item:
+            message = validate_message(item["message"], f"{where}.message")
+        else:
+            raw: dict[str, Any] = {"role": "assistant", "content": item.get("content") or ""}
+            if item.get("tool_calls"):
+                raw["tool_calls"] = item["tool_calls"]
+            message = validate_message(raw, where)
+    except AgentRemindersError as exc:
+        raise ScriptError(exc.message) from None
+    except TypeError as exc:  # the message is not a mapping
+        raise _ScriptTypeError(str(exc)) from None
+    usage = item.get("usage")
+    delay = item.get("delay_seconds")
+    return _Step(
+        ModelResponse(message=message, usage=None if usage is None else _usage(usage, where)),
+        0.0 if delay is None else _delay(delay, where),
+    )
+
+
 def response_from(item: ModelResponse | Mapping[str, Any], index: int = 0) -> ModelResponse:
     """Build a :class:`ModelResponse` from a response or a mapping.
 
     Mappings: ``{"message": {...}, "usage": {...}}``, or the shorthands ``{"content": "text"}``
-    and ``{"tool_calls": [{"id", "name", "arguments"}]}`` (usage optional).
-    """
-    if isinstance(item, ModelResponse):
-        return item
-    if not isinstance(item, Mapping):
-        raise TypeError(
-            f"response {index} must be a ModelResponse or a mapping, not {type(item).__name__}"
-        )
-    where = f"response {index}"
-    if "message" in item:
-        message = validate_message(item["message"], f"{where}.message")
-    elif "content" in item or "tool_calls" in item:
-        raw: dict[str, Any] = {"role": "assistant", "content": item.get("content") or ""}
-        if item.get("tool_calls"):
-            raw["tool_calls"] = item["tool_calls"]
-        message = validate_message(raw, where)
-    else:
-        raise ValueError(f"{where} needs 'message', 'content' or 'tool_calls'")
-    usage = item.get("usage")
-    if usage is not None:
-        if not isinstance(usage, Mapping):
-            raise TypeError(f"{where}.usage must be a mapping")
-        try:
-            usage = Usage(
-                input_tokens=int(usage["input_tokens"]),
-                output_tokens=int(usage["output_tokens"]),
-                cached_input_tokens=usage.get("cached_input_tokens"),
-            )
-        except KeyError as exc:
-            raise ValueError(f"{where}.usage is missing {exc.args[0]!r}") from None
-    return ModelResponse(message=message, usage=usage)
+    and ``{"tool_calls": [{"id", "name", "arguments"}]}``; ``usage`` (``input_tokens``,
+    ``output_tokens``, optional ``cached_input_tokens``: ints >= 0) and ``delay_seconds`` are
+    optional. Anything else is a :class:`~agent_reminders.ScriptError` naming the entry and
+    the key.
+
+    Example:
+        >>> response_from({"content": "hi", "usage": {"input_tokens": 3, "output_tokens": 1}})
+        ModelResponse(message={'role': 'assistant', 'content': 'hi'}, usage=Usage(input_tokens=3, output_tokens=1, cached_input_tokens=None))
+    """  # noqa: E501
+    return _step(item, f"response {index}").response
 
 
 class ScriptedModel:
     """A model that plays back responses in order and records every request in ``requests``.
 
+    ``responses`` are :class:`ModelResponse` values or mappings (see :func:`response_from`);
+    an entry's ``delay_seconds`` makes the model wait that long before answering, without
+    blocking the event loop (``anyio.sleep``) — a stand-in for a real model's latency. With
+    ``loop=True`` it starts over instead of running out.
+
     Example:
-        >>> model = ScriptedModel([{"content": "hello"}])
-        >>> model.name
-        'scripted'
+        >>> import anyio
+        >>> from agent_reminders import ModelRequest
+        >>> model = ScriptedModel([{"content": "hello", "delay_seconds": 0.01}])
+        >>> anyio.run(model, ModelRequest(system="", messages=[])).message["content"]
+        'hello'
+        >>> len(model.requests), model.name
+        (1, 'scripted')
+
+    Raises:
+        ScriptError: a malformed entry (naming its index and key); ``ValueError`` for an empty
+            script.
     """
 
     name = "scripted"
@@ -68,30 +161,72 @@ class ScriptedModel:
     def __init__(
         self, responses: Iterable[ModelResponse | Mapping[str, Any]], *, loop: bool = False
     ) -> None:
-        self.responses: list[ModelResponse] = [response_from(r, i) for i, r in enumerate(responses)]
-        if not self.responses:
+        steps = [
+            item if isinstance(item, _Step) else _step(item, f"response {i}")
+            for i, item in enumerate(responses)
+        ]
+        if not steps:
             raise ValueError("a ScriptedModel needs at least one response")
+        self.responses: list[ModelResponse] = [s.response for s in steps]
+        self.delays: list[float] = [s.delay for s in steps]
         self.loop = loop
         self.requests: list[ModelRequest] = []
         self._next = 0
 
     @classmethod
     def from_file(cls, path: str | Path, *, loop: bool = False) -> ScriptedModel:
-        """Read a JSON array, or JSON Lines, of response mappings."""
+        """Read a JSON array, or JSON Lines, of response mappings (UTF-8, a BOM is fine).
+
+        Example:
+            >>> import json, pathlib, tempfile
+            >>> script = pathlib.Path(tempfile.mkdtemp()) / "script.jsonl"
+            >>> _ = script.write_text(
+            ...     json.dumps({"tool_calls": [{"id": "c1", "name": "ls", "arguments": {}}],
+            ...                 "usage": {"input_tokens": 120, "output_tokens": 8}}) + "\\n"
+            ...     + json.dumps({"content": "Done.", "delay_seconds": 0.05}) + "\\n")
+            >>> model = ScriptedModel.from_file(script)
+            >>> model.delays
+            [0.0, 0.05]
+
+        Raises:
+            ScriptError: the file cannot be read, is not UTF-8 JSON / JSON Lines, or an entry
+                is malformed; the message names the file, the entry (and line) and the key.
+        """
         file = Path(path)
         try:
-            text = file.read_text(encoding="utf-8")
+            data = file.read_bytes()
         except OSError as exc:
-            raise ValueError(f"cannot read script {file}: {exc.strerror or exc}") from None
+            raise ScriptError(f"cannot read script {file}: {exc.strerror or exc}") from None
         try:
-            stripped = text.lstrip()
-            if stripped.startswith("["):
+            text = data.decode("utf-8-sig")  # a BOM from a Windows editor is no error
+        except UnicodeDecodeError as exc:
+            raise ScriptError(
+                f"script {file} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                f"{exc.start} cannot be decoded; save it as UTF-8"
+            ) from None
+        stripped = text.lstrip()
+        entries: list[tuple[object, str]] = []
+        if stripped.startswith("["):
+            try:
                 items = json.loads(stripped)
-            else:
-                items = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except ValueError as exc:
-            raise ValueError(f"script {file} is not JSON or JSON Lines: {exc}") from None
-        return cls(items, loop=loop)
+            except ValueError as exc:
+                raise ScriptError(f"script {file} is not JSON or JSON Lines: {exc}") from None
+            entries = [(item, f"script {file}: response {i}") for i, item in enumerate(items)]
+        else:
+            for number, line in enumerate(text.splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    raise ScriptError(
+                        f"script {file} line {number} is not JSON (JSON Lines: one object per "
+                        f"line): {exc}"
+                    ) from None
+                where = f"script {file}: response {len(entries)} (line {number})"
+                entries.append((item, where))
+        steps = [_step(item, where) for item, where in entries]
+        return cls(steps, loop=loop)  # type: ignore[arg-type]  # _Step passes through
 
     @property
     def remaining(self) -> int:
@@ -107,6 +242,10 @@ class ScriptedModel:
                     f"(request {len(self.requests)} for session {request.session_id!r})"
                 )
             self._next = 0
-        response = self.responses[self._next]
+        index = self._next
         self._next += 1
-        return response
+        if self.delays[index] > 0:
+            import anyio  # here, so `import agent_reminders` imports no third-party package
+
+            await anyio.sleep(self.delays[index])
+        return self.responses[index]

@@ -1,0 +1,134 @@
+"""The package layout rules of ARCHITECTURE.md: import directions, light imports, __all__."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import agent_reminders
+
+PACKAGE = Path(agent_reminders.__file__).resolve().parent
+CORE = PACKAGE / "_core"
+
+# Every public module path the spec names, plus the public subpackages of the layout.
+PUBLIC_MODULES = [
+    "agent_reminders",
+    "agent_reminders.cli",
+    "agent_reminders.config",
+    "agent_reminders.facts",
+    "agent_reminders.generators",
+    "agent_reminders.hooks",
+    "agent_reminders.loop",
+    "agent_reminders.providers",
+    "agent_reminders.queue",
+    "agent_reminders.session",
+    "agent_reminders.testing",
+]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) for every import statement of a source file (level 0 = absolute)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or ""))
+        elif isinstance(node, ast.Import):
+            found.extend((0, alias.name) for alias in node.names)
+    return found
+
+
+def test_the_core_exists_and_has_modules() -> None:
+    names = {p.stem for p in CORE.glob("*.py")}
+    assert {"errors", "records", "fields", "messages", "transcript", "lifecycle"} <= names
+    assert {"envelope", "events", "request"} <= names
+
+
+@pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+def test_core_imports_nothing_else_of_the_package(path: Path) -> None:
+    stdlib = set(sys.stdlib_module_names)
+    for level, module in _imports(path):
+        if level == 0:
+            top = module.split(".")[0]
+            assert top != "agent_reminders", f"{path.name} imports {module}"
+            assert top in stdlib or top == "__future__", f"{path.name} imports {module}"
+        else:
+            assert level == 1, f"{path.name} reaches out of _core with a level-{level} import"
+
+
+def test_core_modules_import_in_isolation() -> None:
+    """Each core module imports on its own, in a fresh interpreter, loading no other part of
+    the package but _core (the package __init__ runs first; look at what it needs)."""
+    script = textwrap.dedent(
+        """
+        import importlib, json, sys
+        for name in %r:
+            importlib.import_module(name)
+        print(json.dumps(sorted(sys.modules)))
+        """
+    ) % ([f"agent_reminders._core.{p.stem}" for p in sorted(CORE.glob("*.py"))],)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("module", ["sqlite3", "typer", "rich", "anyio", "click"])
+def test_import_agent_reminders_stays_light(module: str) -> None:
+    script = "import json, sys\nimport agent_reminders\nprint(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout))
+    assert "agent_reminders.session" in loaded  # the probe really imported the package
+    assert not {m for m in loaded if m == module or m.startswith(f"{module}.")}
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_every_public_module_has_a_sorted_resolvable_all(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = module.__all__
+    assert isinstance(exported, list), f"{name}.__all__ must be a list"
+    assert exported == sorted(exported), f"{name}.__all__ is not sorted"
+    assert len(set(exported)) == len(exported), f"{name}.__all__ has duplicates"
+    for attr in exported:
+        assert hasattr(module, attr), f"{name}.__all__ names missing {attr!r}"
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_public_classes_and_functions_have_docstrings(name: str) -> None:
+    module = importlib.import_module(name)
+    for attr in module.__all__:
+        obj = getattr(module, attr)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert (obj.__doc__ or "").strip(), f"{name}.{attr} has no docstring"
+
+
+# Names that refer to an object of the class being defined (its own private members).
+OWN = {"self", "cls", "new", "view", "other", "err", "sys", "os"}
+
+
+def test_no_module_uses_another_modules_private_members() -> None:
+    """`x._name` attribute access where x is not self/cls is confined to the module defining it."""
+    offenders: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in OWN)
+            ):
+                where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+                offenders.append(f"{where} {ast.unparse(node)}")
+    assert offenders == []
