@@ -17,24 +17,26 @@ import json
 import math
 import os
 import re
-import sqlite3
 import threading
 import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
 
 from ._core.errors import FactError
 from ._core.ids import new_id
 
 __all__ = [
     "DEFAULT_NAMESPACE",
-    "SCHEMA",
     "Fact",
     "FactError",
     "FactStore",
+    "SCHEMA",
     "normalize_kind",
 ]
 
@@ -287,6 +289,8 @@ class FactStore:
                         f"cannot create the folder of fact store {self.path}: {exc.strerror or exc}"
                     ) from None
         self.read_only: bool = not memory and file.exists() and not _writable(file)
+        import sqlite3  # here, not at module level: `import agent_reminders` stays light
+
         self._lock = threading.RLock()
         self._timeout = busy_timeout_ms
         modes: tuple[str | None, ...] = ("mode=ro", "mode=ro&immutable=1")
@@ -319,6 +323,8 @@ class FactStore:
             break
 
     def _connect(self, mode: str | None) -> sqlite3.Connection:
+        import sqlite3
+
         target, uri = self.path, False
         if mode is not None:
             target, uri = f"{Path(self.path).resolve().as_uri()}?{mode}", True
@@ -488,6 +494,8 @@ class FactStore:
     @contextlib.contextmanager
     def _reading(self) -> Iterator[None]:
         """Hold the lock; a damaged file found while reading is a ``FactError`` naming it."""
+        import sqlite3
+
         with self._lock:
             try:
                 yield

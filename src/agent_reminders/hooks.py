@@ -23,7 +23,12 @@ from .providers.base import EVENTS, FireResult
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["WORKER_EVENTS", "DispatchResult", "HookEffects", "Hooks"]
+__all__ = [
+    "DispatchResult",
+    "HookEffects",
+    "Hooks",
+    "WORKER_EVENTS",
+]
 
 WORKER_EVENTS: tuple[str, ...] = (
     "worker_spawned",

@@ -26,11 +26,11 @@ from ._core.records import (
 from .loop.seams import SEAMS
 
 __all__ = [
-    "MODE_ALIASES",
-    "REMINDER_PAYLOAD_KEYS",
     "InjectionQueue",
+    "MODE_ALIASES",
     "QueueError",
     "QueueItem",
+    "REMINDER_PAYLOAD_KEYS",
     "normalize_mode",
     "validate_reminder_payload",
 ]

@@ -347,10 +347,17 @@ class Transcript:
                     "RMD-001",
                     f"events[{index}].kind must be 'message' or 'system_reminder'; got {kind!r}",
                 )
-        transcript = cls(reminders=reminders, id=id)
-        return transcript.with_messages(messages)._derive(
-            invalid=tuple(invalid), audit=tuple(audit)
+        log = _Log(messages)  # each message was validated by _message_of
+        new = cls.__new__(cls)
+        new._init(
+            id or new_id(),
+            log,
+            len(log.messages),
+            _check_reminders(reminders),
+            tuple(invalid),
+            tuple(audit),
         )
+        return new
 
     def to_json(self) -> str:
         """Serialize to JSON; ``Transcript.from_json(t.to_json()) == t``."""

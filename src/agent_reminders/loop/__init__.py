@@ -3,4 +3,11 @@
 from .run import Cancel, LoopResult, LoopStatus, agent_loop
 from .seams import SEAMS, Seam
 
-__all__ = ["SEAMS", "Cancel", "LoopResult", "LoopStatus", "Seam", "agent_loop"]
+__all__ = [
+    "Cancel",
+    "LoopResult",
+    "LoopStatus",
+    "SEAMS",
+    "Seam",
+    "agent_loop",
+]
