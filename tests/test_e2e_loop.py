@@ -160,7 +160,7 @@ def label_of(record: EventRecord, labels: dict[str, str]) -> str:
         # grounded_review keys end in a content hash; the event name is what matters here
         labels[p["reminder_id"]] = ":".join(label.split(":")[:2])
     if record.kind.endswith("provider_evaluated"):
-        return f"{p['provider_id']}:{p['fired']}"
+        return f"{p['provider_id']}:{p['fired_count']}"
     if record.kind.endswith("iteration_summary"):
         return str(p["count"])
     if record.kind.endswith("deduped"):

@@ -453,8 +453,10 @@ def test_provider_evaluated_reports_fired_count() -> None:
     )
     s.providers.register("none", subscribes_to="post_step", evaluate=_const(None))
     s.fire("post_step")
-    got = {p["provider_id"]: p["fired"] for p in _evaluated(log)}
+    got = {p["provider_id"]: p["fired_count"] for p in _evaluated(log)}
     assert got == {"two": 2, "none": 0}
+    # ``fired`` is whether the provider injected anything (a boolean)
+    assert {p["provider_id"]: p["fired"] for p in _evaluated(log)} == {"two": True, "none": False}
 
 
 # -- budget -------------------------------------------------------------------------------------

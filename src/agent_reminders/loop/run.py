@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -114,11 +115,22 @@ class _Run:
         self.requests: list[ModelRequest] = []
         self.receipts: list[ToolReceipt] = []
 
-    def event(self, name: str, payload: Mapping[str, Any]) -> None:
-        if self.hooks is not None:
-            self.hooks.dispatch(name, payload, session=self.session)
+    async def event(self, name: str, payload: Mapping[str, Any]) -> None:
+        """Fire a provider event (through the hooks when there are any).
+
+        When a provider of the event is ``blocking``, the evaluation — with hooks, the whole
+        synchronous dispatch — runs in a worker thread, so its I/O never stalls the event loop.
+        """
+        session = self.session
+        if self.hooks is None:
+            await session.afire(name, payload)
+        elif session.fires_blocking(name):
+            import anyio.to_thread
+
+            dispatch = functools.partial(self.hooks.dispatch, name, payload, session=session)
+            await anyio.to_thread.run_sync(dispatch)
         else:
-            self.session.fire(name, payload)
+            self.hooks.dispatch(name, payload, session=session)
 
     def seam(self, name: str, iteration: int, *, pending_tools: bool = False) -> bool:
         if name != "loop_exit" and self.cancel is not None and self.cancel.is_set():
@@ -170,7 +182,7 @@ class _Run:
             original_size=result.original_size,
         )
         self.tool_message(call, result.content)
-        self.event(
+        await self.event(
             "post_tool_use",
             {
                 "tool_name": call.name,
@@ -194,7 +206,7 @@ class _Run:
             raise TypeError(f"the model returned {type(response).__name__}, not a ModelResponse")
         message = response.message
         session.append(message)
-        self.event(
+        await self.event(
             "on_budget_threshold",
             {
                 "usage": None if response.usage is None else response.usage.to_dict(),
@@ -218,7 +230,7 @@ class _Run:
             else:
                 await self.run_tool(call)
         self.seam("post_tool_dispatch", turn)
-        self.event(
+        await self.event(
             "post_step",
             {
                 "iteration": turn,
@@ -237,7 +249,7 @@ class _Run:
         session.post_turn(turn)
         if calls:
             return None
-        self.event("post_agent_turn", {"iteration": turn, "final_message": message})
+        await self.event("post_agent_turn", {"iteration": turn, "final_message": message})
         return message
 
 
@@ -303,7 +315,7 @@ async def agent_loop(
         session.append({"role": "user", "content": task if isinstance(task, str) else list(task)})
     if not session.started:
         session.started = True
-        run.event("session_start", {"task": task if isinstance(task, str) else None})
+        await run.event("session_start", {"task": task if isinstance(task, str) else None})
     status: LoopStatus = "completed"
     final: Message | None = None
     iterations = 0

@@ -128,12 +128,17 @@ Evaluate = Callable[[ProviderContext], ProviderResult]
 
 @dataclass(frozen=True, slots=True)
 class ProviderSpec:
-    """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``."""
+    """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``.
+
+    ``blocking`` marks a provider whose ``evaluate`` does blocking I/O (files, SQLite): the
+    async loop then runs that event's evaluation in a worker thread, off the event loop.
+    """
 
     id: str
     subscribes_to: tuple[str, ...]
     evaluate: Evaluate
     canonical: bool = False
+    blocking: bool = False
     description: str = field(default="", compare=False)
 
 

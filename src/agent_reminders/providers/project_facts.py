@@ -107,5 +107,6 @@ PROVIDER = ProviderSpec(
     subscribes_to=("session_start", "on_budget_threshold"),
     evaluate=evaluate,
     canonical=True,
+    blocking=True,
     description="States recorded project facts at session start and under context pressure.",
 )
