@@ -47,7 +47,7 @@ class Cancel(Protocol):
     def is_set(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LoopResult:
     """The outcome of :func:`agent_loop`."""
 
@@ -57,6 +57,15 @@ class LoopResult:
     requests: list[ModelRequest]
     status: LoopStatus
     receipts: list[ToolReceipt]
+
+    def __repr__(self) -> str:
+        # A summary: the full form would print every request's history — O(n^2) text for a
+        # long run, and CPython 3.11's asyncio.Runner reprs the main task's result on exit.
+        return (
+            f"LoopResult(status={self.status!r}, iterations={self.iterations}, "
+            f"requests={len(self.requests)}, receipts={len(self.receipts)}, "
+            f"session={self.session!r})"
+        )
 
 
 class _CancelledError(Exception):
