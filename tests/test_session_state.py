@@ -611,3 +611,15 @@ def test_from_messages_keeps_tool_calls_open() -> None:
     assert s.transcript.messages[-1]["role"] == "assistant"
     s.append({"role": "tool", "tool_call_id": "c1", "name": "bash", "content": "done"})
     assert [m["role"] for m in s.transcript.messages[-2:]] == ["tool", "user"]
+
+
+def test_the_record_checks_its_fields() -> None:
+    good = Session("s").state()
+    with pytest.raises(ReminderError):
+        SessionState(session_id="s", agent_id="s", turn=-1)
+    with pytest.raises(ValueError, match="session_id"):
+        SessionState(session_id=" ", agent_id="s")
+    with pytest.raises(TypeError, match="queue"):
+        SessionState(session_id="s", agent_id="s", queue=[])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="transcript"):
+        SessionState(session_id="s", agent_id="s", transcript=good.to_json())  # type: ignore[arg-type]

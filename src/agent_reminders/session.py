@@ -367,7 +367,11 @@ class Session:
 
     async def afire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
         """:meth:`fire` for async code: in a worker thread when a provider of ``event`` is
-        ``blocking`` (file or SQLite I/O never runs on the event loop), inline otherwise."""
+        ``blocking`` (file or SQLite I/O never runs on the event loop), inline otherwise.
+
+        While it runs, other tasks should change the session only through ``session.queue``
+        (which is thread-safe): the worker thread updates the transcript.
+        """
         if not self.fires_blocking(event):
             return self.fire(event, payload)
         import anyio.to_thread

@@ -19,7 +19,7 @@ from typing import Any
 from ._core.envelope import EnvelopeStyle, InstructionsMode, check_instructions, check_style
 from ._core.errors import AgentRemindersError, StateError
 from ._core.messages import copy_json, validate_message
-from ._core.records import Message, Reminder
+from ._core.records import Message, Reminder, check_turn
 from ._core.transcript import Transcript
 from .generators import GeneratorState
 from .providers.fire import ProviderState
@@ -92,9 +92,24 @@ class SessionState:
     def __post_init__(self) -> None:
         object.__setattr__(self, "held_messages", tuple(self.held_messages))
         object.__setattr__(self, "open_tool_calls", frozenset(self.open_tool_calls))
-        if not isinstance(self.transcript, Transcript):
+        for name in ("session_id", "agent_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} must be a non-blank string; got {value!r}")
+        check_turn(self.turn)
+        if type(self.started) is not bool:
+            raise TypeError(f"started must be a bool, not {type(self.started).__name__}")
+        for name, kind in (
+            ("transcript", Transcript),
+            ("queue", QueueState),
+            ("providers", ProviderState),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+        if self.generators is not None and not isinstance(self.generators, GeneratorState):
             raise TypeError(
-                f"transcript must be a Transcript, not {type(self.transcript).__name__}"
+                f"generators must be a GeneratorState or None, not {type(self.generators).__name__}"
             )
 
     def to_json(self) -> str:
