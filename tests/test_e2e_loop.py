@@ -161,7 +161,7 @@ def label_of(record: EventRecord, labels: dict[str, str]) -> str:
         labels[p["reminder_id"]] = ":".join(label.split(":")[:2])
     if record.kind.endswith("provider_evaluated"):
         assert type(p["fired"]) is bool  # issue 8: a boolean, for providers and generators
-        return f"{p['provider_id']}:{int(p['fired'])}"
+        return f"{p['provider_id']}:{p['fired_count']}"
     if record.kind.endswith("iteration_summary"):
         return str(p["count"])
     if record.kind.endswith("deduped"):

@@ -459,6 +459,8 @@ def test_provider_evaluated_reports_fired_count() -> None:
     assert got == {"two": True, "none": False}
     assert all(type(v) is bool for v in got.values())
     assert [r["provider"] for r in result.reports] == ["two", "two"]
+    got_counts = {p["provider_id"]: p["fired_count"] for p in _evaluated(log)}
+    assert got_counts == {"two": 2, "none": 0}
 
 
 # -- budget -------------------------------------------------------------------------------------

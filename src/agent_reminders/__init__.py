@@ -65,7 +65,7 @@ from .hooks import DispatchResult, Hooks
 from .loop import LoopResult, agent_loop
 from .providers import FireResult, ProviderContext, lint_agent_options
 from .queue import InjectionQueue, QueueItem
-from .session import SeamResult, Session
+from .session import SeamResult, Session, SessionState
 
 __all__ = [
     "AgentRemindersError",
@@ -108,6 +108,7 @@ __all__ = [
     "ScriptError",
     "SeamResult",
     "Session",
+    "SessionState",
     "Source",
     "StateError",
     "Tool",

@@ -26,18 +26,21 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from ._core.envelope import escape_body
 from ._core.events import EventLog, Kind
 
 __all__ = [
+    "AnnouncedDelta",
     "Emission",
     "Generator",
     "GeneratorClock",
     "GeneratorRegistry",
+    "GeneratorState",
     "ReminderInjector",
     "build_reminder_message",
     "create_announced_delta",
@@ -159,6 +162,43 @@ class Emission:
     authority: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GeneratorState:
+    """What a session's generators remember (part of ``SessionState``).
+
+    Attributes:
+        call_count: Injection events that ran generators so far.
+        last_emitted_at: Call number of each generator's last delivered text, by id.
+        announced: Each announced-delta generator's announced names, by generator id.
+    """
+
+    call_count: int = 0
+    last_emitted_at: Mapping[str, int] = field(default_factory=dict)
+    announced: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if type(self.call_count) is not int or self.call_count < 0:
+            raise ValueError(f"call_count must be an int >= 0; got {self.call_count!r}")
+        set_ = object.__setattr__
+        set_(self, "last_emitted_at", MappingProxyType(dict(self.last_emitted_at)))
+        set_(
+            self,
+            "announced",
+            MappingProxyType({k: tuple(v) for k, v in self.announced.items()}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GeneratorState):
+            return NotImplemented
+        return (
+            self.call_count == other.call_count
+            and dict(self.last_emitted_at) == dict(other.last_emitted_at)
+            and dict(self.announced) == dict(other.announced)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class GeneratorClock:
     """The interval clock of spec 03 §2: ``call_count`` and ``last_emitted_at`` per id.
 
@@ -196,7 +236,7 @@ class GeneratorClock:
                         f"authority must be one of {', '.join(_AUTHORITIES)}; got {authority!r}"
                     )
             except Exception as exc:  # isolated: the others still speak
-                self._evaluated(generator.id, False, f"{type(exc).__name__}: {exc}")
+                self._evaluated(generator.id, 0, f"{type(exc).__name__}: {exc}")
                 continue
             spoke = text is not None and bool(text.strip())
             self._evaluated(generator.id, spoke)
@@ -222,13 +262,41 @@ class GeneratorClock:
         self.last_emitted_at.clear()
         self.call_count = 0
 
-    def _evaluated(self, generator_id: str, fired: bool, error: str | None = None) -> None:
+    def state(self) -> GeneratorState:
+        """The clock and the announced set of each :class:`AnnouncedDelta` in the registry."""
+        return GeneratorState(
+            call_count=self.call_count,
+            last_emitted_at=self.last_emitted_at,
+            announced={
+                g.id: g.announced
+                for g in self.registry.generators()
+                if isinstance(g, AnnouncedDelta)
+            },
+        )
+
+    def restore(self, state: GeneratorState) -> None:
+        """Continue from ``state``: set the clock and restore the announced sets.
+
+        An announced set whose generator is not in the registry (or is no announced delta)
+        is ignored: the generator objects are configuration, given again on restore.
+        """
+        if not isinstance(state, GeneratorState):
+            raise TypeError(f"state must be a GeneratorState, not {type(state).__name__}")
+        self.call_count = state.call_count
+        self.last_emitted_at = dict(state.last_emitted_at)
+        for generator in self.registry.generators():
+            names = state.announced.get(generator.id)
+            if names is not None and isinstance(generator, AnnouncedDelta):
+                generator.restore(names)
+
+    def _evaluated(self, generator_id: str, fired: int, error: str | None = None) -> None:
         if self.event_log is None:
             return
         payload: dict[str, Any] = {
             "provider_id": generator_id,
             "event": GENERATOR_EVENT,
-            "fired": fired,
+            "fired": fired > 0,
+            "fired_count": int(fired),
         }
         if error is not None:
             payload["error"] = error
@@ -317,8 +385,12 @@ def _names(value: object, argument: str, gid: str) -> list[str]:
     return list(dict.fromkeys(value))
 
 
-class _AnnouncedDelta:
-    """A generator that announces what was added to and removed from a named set."""
+class AnnouncedDelta:
+    """A generator that announces what was added to and removed from a named set.
+
+    Made by :func:`create_announced_delta`. ``announced`` is what it last announced;
+    ``restore(names)`` sets it (a session restored from its state continues from there).
+    """
 
     interval = None
 
@@ -361,7 +433,22 @@ class _AnnouncedDelta:
         return "\n".join(parts)
 
     def reset(self) -> None:
+        """Re-read the baseline (or empty the announced set when there is none)."""
         self._announced = self._baseline()
+
+    @property
+    def announced(self) -> tuple[str, ...]:
+        """The announced names, in order."""
+        return tuple(self._announced)
+
+    def restore(self, names: Iterable[str]) -> None:
+        """Set the announced names (de-duplicated, first occurrence order) without a word."""
+        if isinstance(names, str):
+            raise TypeError("names must be an iterable of strings, not a string")
+        items = list(dict.fromkeys(names))
+        if not all(isinstance(n, str) for n in items):
+            raise TypeError("names must be strings")
+        self._announced = items
 
 
 def create_announced_delta(
@@ -371,7 +458,7 @@ def create_announced_delta(
     get_baseline: Callable[[], Iterable[str]] | None = None,
     render_added: Callable[[list[str]], str],
     render_removed: Callable[[list[str]], str],
-) -> Generator:
+) -> AnnouncedDelta:
     """A generator that announces additions (first) and removals of a set of names.
 
     The baseline (``get_baseline()`` once, or empty) is announced silently; ``reset()`` reads
@@ -397,4 +484,4 @@ def create_announced_delta(
             raise TypeError(f"{name} must be callable")
     if get_baseline is not None and not callable(get_baseline):
         raise TypeError("get_baseline must be callable or None")
-    return _AnnouncedDelta(id, get_current, get_baseline, render_added, render_removed)
+    return AnnouncedDelta(id, get_current, get_baseline, render_added, render_removed)

@@ -8,8 +8,10 @@ this queue unchanged.
 
 from __future__ import annotations
 
+import copy
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +32,7 @@ __all__ = [
     "MODE_ALIASES",
     "QueueError",
     "QueueItem",
+    "QueueState",
     "REMINDER_PAYLOAD_KEYS",
     "normalize_mode",
     "validate_reminder_payload",
@@ -66,6 +69,33 @@ class QueueItem:
     id: str
     mode: DeliveryMode
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueState:
+    """Everything a queue holds: the pending ``items`` (FIFO) and the ids it remembers.
+
+    Part of ``SessionState``: ``InjectionQueue.state()`` makes one and
+    ``InjectionQueue.from_state(state)`` continues from it. Delivered and revoked ids are
+    remembered for the life of the session, so a restored queue still refuses them.
+    """
+
+    items: tuple[QueueItem, ...] = ()
+    delivered_ids: frozenset[str] = frozenset()
+    revoked_ids: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "items", tuple(self.items))
+        object.__setattr__(self, "delivered_ids", frozenset(self.delivered_ids))
+        object.__setattr__(self, "revoked_ids", frozenset(self.revoked_ids))
+        for item in self.items:
+            if not isinstance(item, QueueItem):
+                raise TypeError(f"items must be QueueItem values, not {type(item).__name__}")
+        seen: set[str] = set()
+        for rid in (*(i.id for i in self.items), *self.delivered_ids, *self.revoked_ids):
+            if rid in seen:
+                raise ValueError(f"queue state: id {rid!r} appears twice")
+            seen.add(rid)
 
 
 def normalize_mode(mode: object) -> DeliveryMode:
@@ -328,6 +358,84 @@ class InjectionQueue:
     def revoked_ids(self) -> frozenset[str]:
         """Ids revoked so far (remembered for the life of the session)."""
         return frozenset(self._revoked)
+
+    def state(self) -> QueueState:
+        """A snapshot of the pending items and the delivered and revoked ids.
+
+        Example:
+            >>> q = InjectionQueue()
+            >>> _ = q.inject("hello")
+            >>> InjectionQueue.from_state(q.state()).pending() == q.pending()
+            True
+        """
+        with self._lock:
+            return QueueState(
+                items=tuple(_copied(self._items)),
+                delivered_ids=frozenset(self._delivered),
+                revoked_ids=frozenset(self._revoked),
+            )
+
+    @classmethod
+    def from_state(
+        cls,
+        state: QueueState,
+        *,
+        max_authority: Authority | str = Authority.CONTRACT,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_pending: int | None = None,
+        id_factory: IdFactory | None = None,
+    ) -> InjectionQueue:
+        """A queue that continues from ``state`` (the limits are configuration, not state)."""
+        if not isinstance(state, QueueState):
+            raise TypeError(f"state must be a QueueState, not {type(state).__name__}")
+        new = cls(
+            max_authority=max_authority,
+            max_body_bytes=max_body_bytes,
+            max_pending=max_pending,
+            id_factory=id_factory,
+        )
+        new._items = _copied(state.items)
+        new._delivered = set(state.delivered_ids)
+        new._revoked = set(state.revoked_ids)
+        return new
+
+
+def _copied(items: Iterable[QueueItem]) -> list[QueueItem]:
+    # payloads are plain dicts: a snapshot must not share them with the live queue
+    return [
+        QueueItem(kind=i.kind, id=i.id, mode=i.mode, payload=copy.deepcopy(i.payload))
+        for i in items
+    ]
+
+
+def check_queue_item(kind: object, id: object, mode: object, payload: object) -> QueueItem:
+    """Rebuild a stored queue item, strictly: the item must be exactly what the queue made.
+
+    Raises:
+        ReminderError: the code of the rule the stored value breaks (``RMD-002`` …), or
+            ``RMD-001`` when a valid value is not in the queue's own canonical form.
+    """
+    if kind not in ("user", "reminder"):
+        raise ReminderError("RMD-001", f"kind must be 'user' or 'reminder'; got {kind!r}")
+    if not isinstance(id, str) or not id.strip():
+        raise ReminderError("RMD-001", f"id must be a non-blank string; got {id!r}")
+    if not isinstance(mode, str) or mode not in {m.value for m in DeliveryMode}:
+        allowed = ", ".join(m.value for m in DeliveryMode)
+        raise ReminderError("RMD-001", f"mode must be one of {allowed}; got {mode!r}")
+    if not isinstance(payload, Mapping):
+        raise ReminderError("RMD-001", f"payload must be an object; got {payload!r}")
+    if kind == "user":
+        if set(payload) != {"content"}:
+            raise ReminderError("RMD-001", "a user item's payload must be exactly {content}")
+        content = _check_content(payload["content"])
+        return QueueItem(kind="user", id=id, mode=DeliveryMode(mode), payload={"content": content})
+    # no body-size limit here: the limit of the queue it was pushed to already applied
+    fields = validate_reminder_payload(payload, max_body_bytes=sys.maxsize)
+    if fields != dict(payload) or fields["id"] != id:
+        raise ReminderError(
+            "RMD-001", "a reminder item's payload is not in the form the queue stores"
+        )
+    return QueueItem(kind="reminder", id=id, mode=DeliveryMode(mode), payload=fields)
 
 
 def _row(item: QueueItem, position: int) -> dict[str, Any]:

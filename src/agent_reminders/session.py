@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,12 +13,13 @@ from ._core.envelope import (
     check_instructions,
     check_style,
     commit_directives,
+    message_text,
     neutralize_untrusted,
 )
-from ._core.errors import ReminderError
-from ._core.events import EventLog, Kind
+from ._core.errors import ConfigError, ReminderError
+from ._core.events import EventLog
 from ._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
-from ._core.ids import new_id
+from ._core.ids import IdFactory, new_id
 from ._core.lifecycle import (
     Cleared,
     Compacted,
@@ -38,11 +40,19 @@ from ._core.transcript import Transcript, message_event, reminder_event
 from .config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
 from .generators import Emission, GeneratorClock, GeneratorRegistry
 from .loop.seams import SEAMS
-from .providers.base import FireResult, ProviderContext, normalize_event
-from .providers.registry import ProviderRegistry, normalize_results
+from .providers.base import FireResult, ProviderContext, ProviderSpec, normalize_event
+from .providers.fire import FirePolicy, is_blocking
+from .providers.registry import ProviderRegistry
 from .queue import InjectionQueue, QueueItem
+from .state import SessionState
 
-__all__ = ["ReminderOptions", "SeamResult", "Session", "Workspace"]
+__all__ = [
+    "ReminderOptions",
+    "SeamResult",
+    "Session",
+    "SessionState",
+    "Workspace",
+]
 
 CHECKPOINT = "loop.checkpoint"
 
@@ -73,6 +83,25 @@ class Session:
     the system prompt never changes. Everything that creates a reminder through the session
     stamps ``fired_at_turn = session.turn`` (the request that will first show it).
 
+    **State and configuration.** :meth:`state` returns a :class:`SessionState`: everything the
+    session *is* — ids (session, agent), the system prompt, the envelope style and
+    instructions mode, the transcript (messages, pending reminders, audit entries), ``turn``,
+    ``started``, held user messages and open tool calls, the injection queue with its
+    delivered and revoked ids, generator clocks and announced sets, and what the firing
+    policy remembers (the bodies last sent in full, for short repeats).
+    Configuration is *not* state, because it holds code and live resources: the event log,
+    ``reminders`` options (``config`` may hold a ``FactStore``), the workspace anchor, the
+    generator registry (its objects), user providers (their callables), the queue's limits
+    and ``id_factory``. :meth:`from_state` takes the state and the configuration again as
+    keywords; a session saved and restored mid-conversation then sends exactly the requests
+    it would have sent had it never stopped.
+
+    ``store`` is reserved and must be ``None``: stores persist ``session.state()`` through
+    their own API (spec 06), so a session never writes to one behind the caller's back.
+
+    ``id_factory`` (default: time-ordered UUIDv7) makes the ids of everything the session
+    creates — reminders, queue items and, when ``session_id`` is not given, its own id.
+
     Example:
         >>> s = Session(system="You are terse.")
         >>> s.append({"role": "user", "content": "hi"})
@@ -80,6 +109,9 @@ class Session:
         >>> req = s.prepare_request()
         >>> (req.turn, s.turn, len(req.messages))
         (0, 1, 2)
+        >>> restored = Session.from_state(SessionState.from_json(s.state().to_json()))
+        >>> restored.state() == s.state()
+        True
     """
 
     def __init__(
@@ -90,11 +122,12 @@ class Session:
         agent_id: str | None = None,
         event_log: EventLog | None = None,
         reminders: bool | Mapping[str, Any] | ReminderOptions = True,
-        store: object = None,
+        store: None = None,
         generators: GeneratorRegistry | None = None,
         workspace: Mapping[str, Any] | None = None,
         envelope_style: EnvelopeStyle = "context_directives",
         envelope_instructions: InstructionsMode = "auto",
+        id_factory: IdFactory | None = None,
     ) -> None:
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise ReminderError(
@@ -110,7 +143,16 @@ class Session:
             raise TypeError(
                 f"generators must be a GeneratorRegistry or None, not {type(generators).__name__}"
             )
-        self.id: str = session_id or new_id()
+        if store is not None:
+            raise ConfigError(
+                "store= must be None: a session does not write to a store itself; save "
+                "session.state() with the store's own API (spec 06) and restore it with "
+                "Session.from_state"
+            )
+        if id_factory is not None and not callable(id_factory):
+            raise TypeError("id_factory must be callable")
+        self._new_id: IdFactory = id_factory or new_id
+        self.id: str = session_id or self._new_id()
         self.agent_id: str = agent_id or self.id
         self._system = system
         base = event_log if event_log is not None else EventLog()
@@ -123,20 +165,19 @@ class Session:
         self.envelope_instructions: InstructionsMode = check_instructions(
             envelope_instructions, "envelope_instructions"
         )
-        self.store = store
         self.generators: GeneratorRegistry | None = generators
         self.providers = ProviderRegistry()
-        self.queue = InjectionQueue()
+        self.queue = InjectionQueue(id_factory=self._new_id)
         self.turn = 0
         self.started = False
         self._transcript = Transcript(id=self.id)
-        self._full_bodies: dict[str, str] = {}  # dedupe key -> last body sent in full
+        self._policy = FirePolicy()
         self._open_calls: set[str] = set()  # tool calls still waiting for their results
         self._held: list[Message] = []  # drained user messages waiting for those results
-        self._generator_clock: GeneratorClock | None = None
+        self._clock: GeneratorClock | None = None
         if generators is not None:
-            self._generator_clock = GeneratorClock(generators, event_log=self.event_log)
-            self._generator_clock.on_session_start()
+            self._clock = GeneratorClock(generators, event_log=self.event_log)
+            self._clock.on_session_start()
 
     # -- state ------------------------------------------------------------------------------
 
@@ -181,7 +222,9 @@ class Session:
     def _from_parsed(
         self, parsed: ParsedOptions, source: Source, body: str | None = None
     ) -> Reminder:
-        return reminder_from_options(parsed, source=source, fired_at_turn=self.turn, body=body)
+        return reminder_from_options(
+            parsed, source=source, fired_at_turn=self.turn, id=self._new_id(), body=body
+        )
 
     def inject(self, options: Mapping[str, Any]) -> Injected:
         """Queue a reminder from strict options (source ``in_pipeline``)."""
@@ -216,10 +259,8 @@ class Session:
             event_log=self.event_log,
         )
         self._transcript = committed.transcript
-        if self._generator_clock is not None:
-            self._generator_clock.delivered(
-                generated[rid] for rid in committed.fired if rid in generated
-            )
+        if self._clock is not None:
+            self._clock.delivered(generated[rid] for rid in committed.fired if rid in generated)
         self.turn = turn + 1
         return ModelRequest(
             system=self._system,
@@ -231,12 +272,13 @@ class Session:
 
     def _run_generators(self, turn: int) -> dict[str, Emission]:
         """Turn what the generators say now into ttl-1 reminders for request ``turn``."""
-        if self._generator_clock is None:
+        if self._clock is None:
             return {}
         made: dict[str, Emission] = {}
-        for emission in self._generator_clock.collect():
+        for emission in self._clock.collect():
             done = self._insert(
                 Reminder(
+                    id=self._new_id(),
                     body=emission.text,
                     tags=("generator", emission.generator_id),
                     dedupe_key=f"generator:{emission.generator_id}",
@@ -274,65 +316,26 @@ class Session:
 
     # -- providers --------------------------------------------------------------------------
 
-    def _unchanged_durable(self, parsed: ParsedOptions) -> Reminder | None:
-        if not parsed.preserve_on_compact or parsed.ttl_turns is not None:
-            return None
-        candidate = self._from_parsed(parsed, Source.STDLIB_PROVIDER)
-        for r in self._transcript.reminders:
-            if (
-                r.dedupe_key == candidate.dedupe_key
-                and r.body == candidate.body
-                and r.is_durable
-                and r.tags == candidate.tags
-                and r.propagate is candidate.propagate
-                and r.role_hint is candidate.role_hint
-                and r.authority is candidate.authority
-            ):
-                return r
-        return None
-
-    def _short_repeat_body(self, parsed: ParsedOptions) -> str:
-        """A short body for a keyed, non-durable repeat whose full text the model already saw.
-
-        Only when the pending reminder it replaces was already committed (the model has the
-        full text in history) and carries the same text — or is itself the short form of it.
-        """
-        key = parsed.dedupe_key
-        if key is None or (parsed.preserve_on_compact and parsed.ttl_turns is None):
-            return parsed.body
-        short = f"Reminder {key!r} is unchanged since its previous full emission above."
-        if len(short) >= len(parsed.body):
-            return parsed.body
-        same_text = {parsed.body}
-        if self._full_bodies.get(key) == parsed.body:
-            same_text.add(short)
-        for r in self._transcript.reminders:
-            if r.dedupe_key == key and r.body in same_text and self._transcript.is_committed(r):
-                return short
-        self._full_bodies[key] = parsed.body
-        return parsed.body
-
     def fire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
         """Evaluate the enabled providers subscribed to ``event`` and inject what they return.
+
+        The rules (order, budget, unchanged durable reminders, short repeats) are those of
+        :class:`~agent_reminders.providers.fire.FirePolicy`. A provider that raises
+        ``ProviderSkippedError`` is reported in its ``provider_evaluated`` event and skipped.
 
         Raises:
             ValueError: unknown event.
             ReminderError: a provider returned a malformed reminder (``RMD-001``/``005``/``006``).
-            Exception: whatever a provider's ``evaluate`` raised (after it is evented).
+            Exception: whatever else a provider's ``evaluate`` raised (after it is evented).
         """
         name = normalize_event(event)
         if payload is not None and not isinstance(payload, Mapping):
             raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
         data: Mapping[str, Any] = payload or {}
         options = self.reminder_options
-        budget = options.max_iteration_bytes
-        used = 0
-        reports: list[dict[str, Any]] = []
-        skipped: list[dict[str, Any]] = []
-        for spec in self.providers.enabled(options):
-            if name not in spec.subscribes_to:
-                continue
-            ctx = ProviderContext(
+
+        def context(spec: ProviderSpec) -> ProviderContext:
+            return ProviderContext(
                 event=name,
                 session_id=self.id,
                 payload=data,
@@ -341,65 +344,45 @@ class Session:
                 turn=self.turn,
                 workspace=self.workspace,
             )
-            try:
-                parsed = normalize_results(spec.evaluate(ctx), spec.id)
-            except Exception as exc:
-                self._evaluated(spec.id, name, 0, error=f"{type(exc).__name__}: {exc}")
-                raise
-            planned: list[tuple[ParsedOptions, str, int]] = []
-            for item in parsed:
-                existing = self._unchanged_durable(item)
-                size = len(item.body.encode())
-                if existing is not None:
-                    skipped.append(
-                        {
-                            "provider": spec.id,
-                            "reason": "unchanged_durable_reminder",
-                            "reminder_id": existing.id,
-                            "body_bytes": size,
-                        }
-                    )
-                    continue
-                body = self._short_repeat_body(item)
-                size = len(body.encode())
-                if used + size > budget:
-                    skipped.append(
-                        {
-                            "provider": spec.id,
-                            "reason": "reminder_iteration_budget_exceeded",
-                            "body_bytes": size,
-                        }
-                    )
-                    continue
-                used += size
-                planned.append((item, body, size))
-            self._evaluated(spec.id, name, len(planned))
-            for item, body, size in planned:
-                done = self._insert(self._from_parsed(item, Source.STDLIB_PROVIDER, body))
-                reports.append(
-                    {
-                        "provider": spec.id,
-                        "reminder_id": done.reminder_id,
-                        "deduped_count": done.deduped_count,
-                        "body_bytes": size,
-                    }
-                )
-        return FireResult(
-            fired_count=len(reports),
-            reports=reports,
-            skipped_count=len(skipped),
-            skipped_reports=skipped,
-            budget_bytes=budget,
-            used_body_bytes=used,
+
+        def inject(parsed: ParsedOptions, body: str) -> Injected:
+            return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body))
+
+        return self._policy.fire(
+            name,
+            data,
+            providers=self.providers.enabled(options),
+            context=context,
+            transcript=lambda: self._transcript,
+            inject=inject,
+            budget=options.max_iteration_bytes,
+            event_log=self.event_log,
+            session_id=self.id,
         )
 
-    def _evaluated(
-        self, provider_id: str, event: str, fired: int, *, error: str | None = None
-    ) -> None:
-        payload: dict[str, Any] = {"provider_id": provider_id, "event": event, "fired": bool(fired)}
-        if error is not None:
-            payload["error"] = error
-        self.event_log.lifecycle(Kind.PROVIDER_EVALUATED, self.id, payload)
+    def fires_blocking(self, event: str) -> bool:
+        """Whether an enabled provider subscribed to ``event`` is marked ``blocking``.
+
+        ``False`` for events no provider can subscribe to (worker lifecycle, persona).
+        """
+        try:
+            name = normalize_event(event)
+        except ValueError:  # hook-only events evaluate no provider
+            return False
+        return is_blocking(self.providers.enabled(self.reminder_options), name)
+
+    async def afire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
+        """:meth:`fire` for async code: in a worker thread when a provider of ``event`` is
+        ``blocking`` (file or SQLite I/O never runs on the event loop), inline otherwise.
+
+        While it runs, other tasks should change the session only through ``session.queue``
+        (which is thread-safe): the worker thread updates the transcript.
+        """
+        if not self.fires_blocking(event):
+            return self.fire(event, payload)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(functools.partial(self.fire, event, payload))
 
     # -- seams ------------------------------------------------------------------------------
 
@@ -483,6 +466,7 @@ class Session:
         kwargs.setdefault("workspace", parent.workspace)
         kwargs.setdefault("envelope_style", parent.envelope_style)
         kwargs.setdefault("envelope_instructions", parent.envelope_instructions)
+        kwargs.setdefault("id_factory", parent._new_id)
         child = cls(session_id, **kwargs)
         child._transcript = seed_inherited(
             child._transcript,
@@ -492,3 +476,113 @@ class Session:
             fired_at_turn=child.turn,
         )
         return child
+
+    # -- saved state ------------------------------------------------------------------------
+
+    def state(self) -> SessionState:
+        """Everything this session is, as one frozen record (see the class docstring)."""
+        return SessionState(
+            session_id=self.id,
+            agent_id=self.agent_id,
+            system=self._system,
+            envelope_style=self.envelope_style,
+            envelope_instructions=self.envelope_instructions,
+            transcript=self._transcript,
+            turn=self.turn,
+            started=self.started,
+            held_messages=tuple(self._held),
+            open_tool_calls=frozenset(self._open_calls),
+            queue=self.queue.state(),
+            generators=None if self._clock is None else self._clock.state(),
+            providers=self._policy.state(),
+        )
+
+    @classmethod
+    def from_state(
+        cls,
+        state: SessionState,
+        *,
+        event_log: EventLog | None = None,
+        reminders: bool | Mapping[str, Any] | ReminderOptions = True,
+        generators: GeneratorRegistry | None = None,
+        workspace: Mapping[str, Any] | None = None,
+        providers: ProviderRegistry | None = None,
+        id_factory: IdFactory | None = None,
+    ) -> Session:
+        """Continue a session from ``state``, given its configuration again.
+
+        ``generators`` should hold the same generators (fresh objects are fine: their
+        announced sets are restored); ``providers`` is the registry of user providers (or
+        register them on ``session.providers`` afterwards). Generator state is dropped when
+        no registry is given.
+
+        Example:
+            >>> s = Session(session_id="s1")
+            >>> _ = s.queue.remind({"body": "CI is red"})
+            >>> saved = s.state().to_json()
+            >>> Session.from_state(SessionState.from_json(saved)).queue.pending()[0]["body"]
+            'CI is red'
+        """
+        if not isinstance(state, SessionState):
+            raise TypeError(f"state must be a SessionState, not {type(state).__name__}")
+        if providers is not None and not isinstance(providers, ProviderRegistry):
+            raise TypeError(
+                f"providers must be a ProviderRegistry or None, not {type(providers).__name__}"
+            )
+        session = cls(
+            state.session_id,
+            system=state.system,
+            agent_id=state.agent_id,
+            event_log=event_log,
+            reminders=reminders,
+            generators=generators,
+            workspace=workspace,
+            envelope_style=state.envelope_style,
+            envelope_instructions=state.envelope_instructions,
+            id_factory=id_factory,
+        )
+        if providers is not None:
+            session.providers = providers
+        session._transcript = state.transcript
+        session.turn = state.turn
+        session.started = state.started
+        session._held = list(state.held_messages)
+        session._open_calls = set(state.open_tool_calls)
+        session.queue = InjectionQueue.from_state(state.queue, id_factory=session._new_id)
+        if session._clock is not None and state.generators is not None:
+            session._clock.restore(state.generators)
+        session._policy = FirePolicy(state.providers)
+        return session
+
+    @classmethod
+    def from_messages(
+        cls, messages: Iterable[Mapping[str, Any]], *, system: str | None = None, **kwargs: Any
+    ) -> Session:
+        """Start a session from an existing neutral history.
+
+        Without ``system``, the leading ``system`` message(s) become the system prompt (their
+        texts joined by a blank line) and leave the history. Envelopes already committed in
+        the history are recognised by their text, so they are not issued again; tool calls
+        still waiting for results stay open. Other keywords are those of :class:`Session`.
+
+        Example:
+            >>> s = Session.from_messages([{"role": "system", "content": "Be brief."},
+            ...                            {"role": "user", "content": "hi"}])
+            >>> s.system, len(s.transcript)
+            ('Be brief.', 1)
+        """
+        checked = [validate_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+        if system is None:
+            lead = 0
+            while lead < len(checked) and checked[lead]["role"] == "system":
+                lead += 1
+            system = "\n\n".join(message_text(m) for m in checked[:lead])
+            checked = checked[lead:]
+        session = cls(system=system, **kwargs)
+        session._transcript = session._transcript.with_messages(checked)
+        for message in checked:
+            if message["role"] == "assistant":
+                session._open_calls = {c["id"] for c in message.get("tool_calls") or ()}
+            elif message["role"] == "tool":
+                session._open_calls.discard(message.get("tool_call_id", ""))
+        return session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -47,7 +48,7 @@ class Cancel(Protocol):
     def is_set(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LoopResult:
     """The outcome of :func:`agent_loop`."""
 
@@ -57,6 +58,15 @@ class LoopResult:
     requests: list[ModelRequest]
     status: LoopStatus
     receipts: list[ToolReceipt]
+
+    def __repr__(self) -> str:
+        # A summary: the full form would print every request's history — O(n^2) text for a
+        # long run, and CPython 3.11's asyncio.Runner reprs the main task's result on exit.
+        return (
+            f"LoopResult(status={self.status!r}, iterations={self.iterations}, "
+            f"requests={len(self.requests)}, receipts={len(self.receipts)}, "
+            f"session={self.session!r})"
+        )
 
 
 class _CancelledError(Exception):
@@ -115,11 +125,22 @@ class _Run:
         self.requests: list[ModelRequest] = []
         self.receipts: list[ToolReceipt] = []
 
-    def event(self, name: str, payload: Mapping[str, Any]) -> None:
-        if self.hooks is not None:
-            self.hooks.dispatch(name, payload, session=self.session)
+    async def event(self, name: str, payload: Mapping[str, Any]) -> None:
+        """Fire a provider event (through the hooks when there are any).
+
+        When a provider of the event is ``blocking``, the evaluation — with hooks, the whole
+        synchronous dispatch — runs in a worker thread, so its I/O never stalls the event loop.
+        """
+        session = self.session
+        if self.hooks is None:
+            await session.afire(name, payload)
+        elif session.fires_blocking(name):
+            import anyio.to_thread
+
+            dispatch = functools.partial(self.hooks.dispatch, name, payload, session=session)
+            await anyio.to_thread.run_sync(dispatch)
         else:
-            self.session.fire(name, payload)
+            self.hooks.dispatch(name, payload, session=session)
 
     def seam(self, name: str, iteration: int, *, pending_tools: bool = False) -> bool:
         if name != "loop_exit" and self.cancel is not None and self.cancel.is_set():
@@ -171,7 +192,7 @@ class _Run:
             original_size=result.original_size,
         )
         self.tool_message(call, result.content)
-        self.event(
+        await self.event(
             "post_tool_use",
             {
                 "tool_name": call.name,
@@ -195,7 +216,7 @@ class _Run:
             raise TypeError(f"the model returned {type(response).__name__}, not a ModelResponse")
         message = response.message
         session.append(message)
-        self.event(
+        await self.event(
             "on_budget_threshold",
             {
                 "usage": None if response.usage is None else response.usage.to_dict(),
@@ -219,7 +240,7 @@ class _Run:
             else:
                 await self.run_tool(call)
         self.seam("post_tool_dispatch", turn)
-        self.event(
+        await self.event(
             "post_step",
             {
                 "iteration": turn,
@@ -238,7 +259,7 @@ class _Run:
         session.post_turn(turn)
         if calls:
             return None
-        self.event("post_agent_turn", {"iteration": turn, "final_message": message})
+        await self.event("post_agent_turn", {"iteration": turn, "final_message": message})
         return message
 
 
@@ -334,7 +355,7 @@ async def agent_loop(
         session.append({"role": "user", "content": task if isinstance(task, str) else list(task)})
     if not session.started:
         session.started = True
-        run.event("session_start", {"task": task if isinstance(task, str) else None})
+        await run.event("session_start", {"task": task if isinstance(task, str) else None})
     status: LoopStatus = "completed"
     final: Message | None = None
     iterations = 0

@@ -153,9 +153,9 @@ class ProviderSpec:
     subscribes_to: tuple[str, ...]
     evaluate: Evaluate
     canonical: bool = False
+    blocking: bool = False
     description: str = field(default="", compare=False)
     config_schema: ConfigSchema = field(default_factory=dict, compare=False)
-    blocking: bool = False
 
 
 def _type_names(types: tuple[type, ...]) -> str:

@@ -56,13 +56,23 @@ class ProviderRegistry:
     def __init__(self) -> None:
         self._user: dict[str, ProviderSpec] = {}
 
-    def register(self, id: str, *, subscribes_to: str | Iterable[str], evaluate: Evaluate) -> None:
+    def register(
+        self,
+        id: str,
+        *,
+        subscribes_to: str | Iterable[str],
+        evaluate: Evaluate,
+        blocking: bool = False,
+    ) -> None:
         """Add a provider; an existing id is replaced and moves last.
 
         ``evaluate`` must be a plain (synchronous) function: providers run inside
         ``session.fire``, which is synchronous, so a coroutine would never be awaited. Do async
         work (network, files) before firing and let ``evaluate`` read its result; blocking
         work is fine — the loop runs blocking providers in a worker thread.
+
+        ``blocking=True`` says ``evaluate`` does blocking I/O: ``agent_loop`` then runs the
+        evaluation of its events in a worker thread (``Session.afire``).
 
         Raises:
             ValueError: a blank id, a canonical id, an unknown event, or no events.
@@ -87,12 +97,16 @@ class ProviderRegistry:
                 "result session.fire (synchronous) could never await. Do the async work before "
                 "firing and return its result from a plain def evaluate(ctx)"
             )
+        if type(blocking) is not bool:
+            raise TypeError(f"provider {id!r}: blocking must be a bool; got {blocking!r}")
         names = [subscribes_to] if isinstance(subscribes_to, str) else list(subscribes_to)
         if not names:
             raise ValueError(f"provider {id!r} subscribes to no event")
         events = tuple(dict.fromkeys(normalize_event(n) for n in names))
         self._user.pop(id, None)
-        self._user[id] = ProviderSpec(id=id, subscribes_to=events, evaluate=evaluate)
+        self._user[id] = ProviderSpec(
+            id=id, subscribes_to=events, evaluate=evaluate, blocking=blocking
+        )
 
     def unregister(self, id: str) -> bool:
         """Remove a user provider; ``True`` only if it was registered."""
