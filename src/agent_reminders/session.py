@@ -529,7 +529,7 @@ class Session:
             raise TypeError(
                 f"providers must be a ProviderRegistry or None, not {type(providers).__name__}"
             )
-        session = cls(
+        new = cls(
             state.session_id,
             system=state.system,
             agent_id=state.agent_id,
@@ -542,17 +542,17 @@ class Session:
             id_factory=id_factory,
         )
         if providers is not None:
-            session.providers = providers
-        session._transcript = state.transcript
-        session.turn = state.turn
-        session.started = state.started
-        session._held = list(state.held_messages)
-        session._open_calls = set(state.open_tool_calls)
-        session.queue = InjectionQueue.from_state(state.queue, id_factory=session._new_id)
-        if session._clock is not None and state.generators is not None:
-            session._clock.restore(state.generators)
-        session._policy = FirePolicy(state.providers)
-        return session
+            new.providers = providers
+        new._transcript = state.transcript
+        new.turn = state.turn
+        new.started = state.started
+        new._held = list(state.held_messages)
+        new._open_calls = set(state.open_tool_calls)
+        new.queue = InjectionQueue.from_state(state.queue, id_factory=new._new_id)
+        if new._clock is not None and state.generators is not None:
+            new._clock.restore(state.generators)
+        new._policy = FirePolicy(state.providers)
+        return new
 
     @classmethod
     def from_messages(
@@ -578,11 +578,11 @@ class Session:
                 lead += 1
             system = "\n\n".join(message_text(m) for m in checked[:lead])
             checked = checked[lead:]
-        session = cls(system=system, **kwargs)
-        session._transcript = session._transcript.with_messages(checked)
+        new = cls(system=system, **kwargs)
+        new._transcript = new._transcript.with_messages(checked)
         for message in checked:
             if message["role"] == "assistant":
-                session._open_calls = {c["id"] for c in message.get("tool_calls") or ()}
+                new._open_calls = {c["id"] for c in message.get("tool_calls") or ()}
             elif message["role"] == "tool":
-                session._open_calls.discard(message.get("tool_call_id", ""))
-        return session
+                new._open_calls.discard(message.get("tool_call_id", ""))
+        return new
