@@ -151,8 +151,8 @@ class Session:
             )
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be callable")
-        self._new_id: IdFactory = id_factory or new_id
-        self.id: str = session_id or self._new_id()
+        self.id_factory: IdFactory = id_factory or new_id
+        self.id: str = session_id or self.id_factory()
         self.agent_id: str = agent_id or self.id
         self._system = system
         base = event_log if event_log is not None else EventLog()
@@ -167,7 +167,7 @@ class Session:
         )
         self.generators: GeneratorRegistry | None = generators
         self.providers = ProviderRegistry()
-        self.queue = InjectionQueue(id_factory=self._new_id)
+        self.queue = InjectionQueue(id_factory=self.id_factory)
         self.turn = 0
         self.started = False
         self._transcript = Transcript(id=self.id)
@@ -223,7 +223,7 @@ class Session:
         self, parsed: ParsedOptions, source: Source, body: str | None = None
     ) -> Reminder:
         return reminder_from_options(
-            parsed, source=source, fired_at_turn=self.turn, id=self._new_id(), body=body
+            parsed, source=source, fired_at_turn=self.turn, id=self.id_factory(), body=body
         )
 
     def inject(self, options: Mapping[str, Any]) -> Injected:
@@ -278,7 +278,7 @@ class Session:
         for emission in self._clock.collect():
             done = self._insert(
                 Reminder(
-                    id=self._new_id(),
+                    id=self.id_factory(),
                     body=emission.text,
                     tags=("generator", emission.generator_id),
                     dedupe_key=f"generator:{emission.generator_id}",
@@ -466,7 +466,7 @@ class Session:
         kwargs.setdefault("workspace", parent.workspace)
         kwargs.setdefault("envelope_style", parent.envelope_style)
         kwargs.setdefault("envelope_instructions", parent.envelope_instructions)
-        kwargs.setdefault("id_factory", parent._new_id)
+        kwargs.setdefault("id_factory", parent.id_factory)
         child = cls(session_id, **kwargs)
         child._transcript = seed_inherited(
             child._transcript,
@@ -548,7 +548,7 @@ class Session:
         new.started = state.started
         new._held = list(state.held_messages)
         new._open_calls = set(state.open_tool_calls)
-        new.queue = InjectionQueue.from_state(state.queue, id_factory=new._new_id)
+        new.queue = InjectionQueue.from_state(state.queue, id_factory=new.id_factory)
         if new._clock is not None and state.generators is not None:
             new._clock.restore(state.generators)
         new._policy = FirePolicy(state.providers)
