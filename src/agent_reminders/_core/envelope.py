@@ -10,6 +10,7 @@ from typing import Literal
 
 from .errors import ReminderError
 from .events import EventLog, Kind
+from .fields import FIRED_EVENT_FIELDS, event_fields
 from .lifecycle import best_by_key, check_log, check_transcript, check_turn, report_invalid
 from .records import AUTHORITY_RANK, Message, Reminder
 from .render import EnvelopeStyle, check_style, render_envelope
@@ -122,13 +123,9 @@ def commit_directives(
                 Kind.FIRED,
                 result.id,
                 {
-                    "reminder_id": r.id,
+                    **event_fields(r, FIRED_EVENT_FIELDS),
                     "turn_number": turn,
-                    "authority": r.authority.value,
                     "rendered_role": "user",
-                    "tags": list(r.tags),
-                    "source": r.source.value,
-                    "ttl_turns": r.ttl_turns,
                 },
             )
         log.lifecycle(
