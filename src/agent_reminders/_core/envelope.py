@@ -151,16 +151,23 @@ def _serialize(message: object) -> str:
 
 
 def _split(request: object, index: int) -> tuple[str | None, list[str]]:
+    where = f"requests[{index}]"
     if isinstance(request, Mapping):
         messages = request.get("messages")
         system = request.get("system")
         system_text = None if system is None else _serialize(system)
+        where += ".messages"
     else:
         messages, system_text = request, None
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise TypeError(
             f"requests[{index}] must be a list of messages or a mapping with 'messages'"
         )
+    for position, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"{where}[{position}] must be a message mapping, not {type(message).__name__}"
+            )
     return system_text, [_serialize(m) for m in messages]
 
 
