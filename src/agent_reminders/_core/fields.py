@@ -390,7 +390,8 @@ PRODUCER_FIELDS: frozenset[str] = frozenset(f.name for f in FIELDS if not f.opti
 OPTION_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.option)
 # A pushed reminder may carry every field but the inheritance origin, plus host metadata.
 PAYLOAD_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.payload) | {"_meta"}
-SELECTOR_KEYS: frozenset[str] = frozenset({"id", "tag", "dedupe_key"})
+_SELECTOR_ORDER: tuple[str, ...] = ("id", "tag", "dedupe_key")
+SELECTOR_KEYS: frozenset[str] = frozenset(_SELECTOR_ORDER)
 DEFAULT_MAX_BODY_BYTES = 16384
 
 # The reminder fields each record carries (spec 01 §10, 02 §3 receipts), in payload order.
@@ -691,7 +692,7 @@ def parse_selector(selector: object) -> Selector:
     sel = _require_mapping(selector, "selector")
     check_unknown(sel, SELECTOR_KEYS)
     values: dict[str, str | None] = {}
-    for key in sorted(SELECTOR_KEYS):
+    for key in _SELECTOR_ORDER:
         value = sel.get(key)
         if value is not None and not isinstance(value, str):
             raise ReminderError("RMD-001", f"selector {key} must be a string; got {value!r}")

@@ -177,7 +177,7 @@ class Transcript:
 
         Raises:
             TypeError: ``message`` is not a mapping.
-            ReminderError: ``RMD-001`` naming the bad key.
+            MessageError: ``RMD-101`` naming the path of the bad value.
         """
         return self._append_owned(validate_message(message))
 
