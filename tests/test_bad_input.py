@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import agent_reminders as ar
-from agent_reminders import ReminderError, Transcript
+from agent_reminders import AgentRemindersError, MessageError, ReminderError, StateError, Transcript
 
 T = Transcript()
 R = ar.Reminder(body="x")
@@ -89,13 +89,13 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     (
         "append bad role",
         lambda: T.append({"role": "bot", "content": "x"}),
-        ReminderError,
+        MessageError,
         "message.role",
     ),  # type: ignore[typeddict-item]
     (
         "append bad content",
         lambda: T.append({"role": "user", "content": 3}),
-        ReminderError,
+        MessageError,
         "message.content",
     ),  # type: ignore[typeddict-item]
     (
@@ -107,13 +107,13 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
                 "tool_calls": [{"id": "1", "name": "x", "arguments": "{}"}],
             }
         ),
-        ReminderError,
+        MessageError,
         "tool_calls[0].arguments",
     ),  # type: ignore[typeddict-item]
     ("transcript bad id", lambda: Transcript(id=" "), ReminderError, "transcript id"),
     ("transcript bad reminders", lambda: Transcript(reminders=["x"]), TypeError, "Reminder"),  # type: ignore[list-item]
-    ("from_json garbage", lambda: Transcript.from_json("{nope"), ReminderError, "does not parse"),
-    ("from_json wrong doc", lambda: Transcript.from_json("[]"), ReminderError, "format"),
+    ("from_json garbage", lambda: Transcript.from_json("{nope"), StateError, "does not parse"),
+    ("from_json wrong doc", lambda: Transcript.from_json("[]"), StateError, "format"),
     ("from_json type", lambda: Transcript.from_json(3), TypeError, "text"),  # type: ignore[arg-type]
     (
         "from_events kind",
@@ -146,7 +146,7 @@ def test_bad_input_is_a_clear_error(
     with pytest.raises(error) as info:
         call()
     assert needle in str(info.value)
-    if isinstance(info.value, ReminderError):
+    if isinstance(info.value, AgentRemindersError):
         assert info.value.code.startswith("RMD-")
 
 
@@ -155,6 +155,6 @@ def test_bad_input_leaves_the_transcript_unchanged() -> None:
     before = t.to_json()
     with pytest.raises(ReminderError):
         ar.inject_reminder(t, {"body": "x", "ttl_turns": 0})
-    with pytest.raises(ReminderError):
+    with pytest.raises(MessageError):
         t.append({"role": "robot", "content": "x"})  # type: ignore[typeddict-item]
     assert t.to_json() == before

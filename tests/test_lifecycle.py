@@ -17,6 +17,7 @@ from agent_reminders import (
     Compacted,
     EventLog,
     Injected,
+    MessageError,
     PostTurn,
     Propagate,
     Reminder,
@@ -898,11 +899,12 @@ def test_custom_compactor_returning_only_new_messages_archives_everything():
 
 
 def test_custom_compactor_returning_an_invalid_message_raises():
-    with pytest.raises(ReminderError):
+    with pytest.raises(MessageError) as info:
         compact(
             with_reminders(messages=conversation(2)),
             custom_compactor=lambda m, r: [{"role": "bot", "content": "x"}],
         )
+    assert info.value.code == "RMD-101"
 
 
 @pytest.mark.parametrize("bad", [42, None, 3.5, {"role": "user"}])

@@ -17,11 +17,13 @@ from agent_reminders import (
     LIFECYCLE_TOPIC,
     Authority,
     EventLog,
+    MessageError,
     Propagate,
     Reminder,
     ReminderError,
     RoleHint,
     Source,
+    StateError,
     Transcript,
     commit_directives,
     compact,
@@ -209,11 +211,11 @@ def test_append_non_mapping_raises_type_error(bad):
         ({"role": "user", "content": "x", "directive_ids": [1, 2]}, "directive_ids"),
     ],
 )
-def test_append_invalid_message_raises_rmd_001_naming_the_key(message, names):
+def test_append_invalid_message_raises_rmd_101_naming_the_key(message, names):
     base = Transcript()
-    with pytest.raises(ReminderError) as info:
+    with pytest.raises(MessageError) as info:
         base.append(message)
-    assert info.value.code == "RMD-001"
+    assert info.value.code == "RMD-101"
     assert names in info.value.message
     assert base.messages == ()
 
@@ -367,9 +369,9 @@ def test_round_trip_after_transforms():
     ],
 )
 def test_from_json_rejects_non_transcript_documents(text):
-    with pytest.raises(ReminderError) as info:
+    with pytest.raises(StateError) as info:
         Transcript.from_json(text)
-    assert info.value.code == "RMD-001"
+    assert info.value.code == "RMD-106"
 
 
 message_strategy = st.one_of(
@@ -505,9 +507,9 @@ def test_from_events_rejects_unknown_event_kinds():
 
 
 def test_from_events_validates_message_events():
-    with pytest.raises(ReminderError) as info:
+    with pytest.raises(MessageError) as info:
         Transcript.from_events([{"kind": "message", "message": {"role": "bot", "content": "x"}}])
-    assert info.value.code == "RMD-001"
+    assert info.value.code == "RMD-101"
 
 
 def test_from_events_does_not_mutate_the_given_events():
@@ -842,7 +844,7 @@ def test_message_events_written_by_other_tools_are_read_from_role_and_text_or_bl
         "public",
         "hi",
     )
-    with pytest.raises(ReminderError, match=r"events\[0\]\.role"):
+    with pytest.raises(MessageError, match=r"events\[0\]\.role"):
         Transcript.from_events([{"kind": "message", "role": "robot", "text": "x"}])
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._core.errors import ReminderError
-from ._core.lifecycle import Injected, injected_payload
+from ._core.fields import RECEIPT_FIELDS, event_fields
+from ._core.lifecycle import Injected
 from ._core.records import Source
 from ._core.request import ToolCall, ToolResult
 from .providers.base import EVENTS, FireResult
@@ -134,22 +135,10 @@ def collect_effects(value: object, where: str, into: HookEffects | None = None) 
     return out
 
 
-RECEIPT_KEYS = (
-    "reminder_id",
-    "tags",
-    "dedupe_key",
-    "source",
-    "role_hint",
-    "authority",
-    "ttl_turns",
-)
-
-
 def receipt(done: Injected, session: Session) -> dict[str, Any]:
     """The receipt entry of an injected reminder: its lifecycle fields, never its body."""
     reminder = next(r for r in session.transcript.reminders if r.id == done.reminder_id)
-    fields = injected_payload(reminder)
-    return {**{key: fields[key] for key in RECEIPT_KEYS}, "deduped_count": done.deduped_count}
+    return {**event_fields(reminder, RECEIPT_FIELDS), "deduped_count": done.deduped_count}
 
 
 def inject_effects(effects: HookEffects, session: Session) -> list[dict[str, Any]]:

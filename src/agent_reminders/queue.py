@@ -16,15 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._core.errors import QueueError, ReminderError
-from ._core.ids import IdFactory, new_id
-from ._core.records import (
+from ._core.fields import (
     AUTHORITY_RANK,
-    REMINDER_FIELDS,
+    DEFAULT_MAX_BODY_BYTES,
+    PAYLOAD_KEYS,
     Authority,
-    DeliveryMode,
-    Propagate,
-    RoleHint,
+    coerce_enum,
+    pending_row_fields,
+    validate_reminder_payload,
 )
+from ._core.ids import IdFactory, new_id
+from ._core.messages import check_text
+from ._core.records import DeliveryMode
 from .loop.seams import SEAMS
 
 __all__ = [
@@ -50,11 +53,8 @@ MODE_ALIASES: dict[str, DeliveryMode] = {
 }
 
 
-# A pushed reminder may carry every field but the inheritance origin, plus host metadata.
-REMINDER_PAYLOAD_KEYS: frozenset[str] = (frozenset(REMINDER_FIELDS) - {"originating_agent_id"}) | {
-    "_meta"
-}
-DEFAULT_MAX_BODY_BYTES = 16384
+# The keys a pushed reminder may carry (spec 04 §3; the field table decides).
+REMINDER_PAYLOAD_KEYS: frozenset[str] = PAYLOAD_KEYS
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,101 +116,18 @@ def _bad(message: str, code: str = "RMD-002") -> ReminderError:
     return ReminderError(code, message)
 
 
-def validate_reminder_payload(
-    payload: object,
-    *,
-    grant: Authority = Authority.CONTRACT,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-) -> dict[str, Any]:
-    """Validate a pushed reminder (spec 04 §3, first failure wins) and return its fields.
-
-    The result has every reminder field (snake_case) with defaults filled in; ``source`` is
-    always ``bridge``; a missing ``authority`` takes ``grant``; ``id`` is kept when given.
-
-    Raises:
-        ReminderError: ``RMD-002`` (shape), ``RMD-001`` (unknown keys), ``RMD-005``
-            (``propagate``), ``RMD-009`` (authority above ``grant``).
-    """
-    if not isinstance(payload, Mapping):
-        raise _bad(f"a reminder must be an object; got {type(payload).__name__}")
-    unknown = sorted(str(k) for k in payload if k not in REMINDER_PAYLOAD_KEYS)
-    if "content" in unknown:
-        raise _bad("reminders take 'body', not a user message's 'content'")
-    if unknown:
-        raise _bad(f"unknown option(s): {', '.join(unknown)}", "RMD-001")
-    meta = payload.get("_meta")
-    if meta is not None and not isinstance(meta, Mapping):
-        raise _bad(f"_meta must be an object; got {type(meta).__name__}")
-    ttl = payload.get("ttl_turns")
-    if ttl is not None and (type(ttl) is not int or ttl <= 0):
-        raise _bad(f"ttl_turns must be an integer > 0; got {ttl!r}")
-    turn = payload.get("fired_at_turn")
-    if turn is not None and (type(turn) is not int or turn < 0):
-        raise _bad(f"fired_at_turn must be an integer >= 0; got {turn!r}")
-    source = payload.get("source")
-    if source is not None and source != "bridge":
-        raise _bad(f"source must be 'bridge' for pushed reminders; got {source!r}")
-    propagate = payload.get("propagate")
-    if propagate is not None and propagate not in {p.value for p in Propagate}:
-        raise _bad(f"propagate must be one of all, session, none; got {propagate!r}", "RMD-005")
-    role_hint = payload.get("role_hint")
-    if role_hint is not None and role_hint not in {r.value for r in RoleHint}:
-        allowed = ", ".join(r.value for r in RoleHint)
-        raise _bad(f"role_hint must be one of {allowed}; got {role_hint!r}")
-    authority = payload.get("authority")
-    if authority is not None and authority not in {a.value for a in Authority}:
-        raise _bad(f"authority must be one of contract, corrective, advisory; got {authority!r}")
-    wanted = Authority(authority) if authority is not None else grant
-    if AUTHORITY_RANK[wanted] < AUTHORITY_RANK[grant]:
-        raise _bad(
-            f"authority {wanted.value!r} is above this source's grant {grant.value!r}", "RMD-009"
-        )
-    tags = payload.get("tags")
-    if tags is not None and (
-        not isinstance(tags, list | tuple)
-        or not all(isinstance(t, str) and t.strip() for t in tags)
-    ):
-        raise _bad(f"tags must be a list of non-blank strings; got {tags!r}")
-    body = payload.get("body")
-    if not isinstance(body, str) or not body.strip():
-        raise _bad("body is missing or blank")
-    if len(body.encode()) > max_body_bytes:
-        raise _bad(f"body is {len(body.encode())} bytes; the limit is {max_body_bytes}")
-    key = payload.get("dedupe_key")
-    if key is not None and not isinstance(key, str):
-        raise _bad(f"dedupe_key must be a string; got {key!r}")
-    preserve = payload.get("preserve_on_compact")
-    if preserve is not None and type(preserve) is not bool:
-        raise _bad(f"preserve_on_compact must be a boolean; got {preserve!r}")
-    rid = payload.get("id")
-    if rid is not None and (not isinstance(rid, str) or not rid.strip()):
-        raise _bad(f"id must be a non-blank string; got {rid!r}")
-    return {
-        "id": rid,
-        "body": body,
-        "tags": list(dict.fromkeys(t.strip() for t in tags or ())),
-        "dedupe_key": (key.strip() or None) if key is not None else None,
-        "ttl_turns": ttl,
-        "preserve_on_compact": bool(preserve),
-        "propagate": propagate or Propagate.SESSION.value,
-        "role_hint": role_hint or RoleHint.SYSTEM.value,
-        "authority": wanted.value,
-        "source": "bridge",
-        "fired_at_turn": turn or 0,
-        "_meta": dict(meta) if meta is not None else None,
-    }
-
-
 def _check_content(content: object) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         if not content.strip():
             raise _bad("content is blank")
+        check_text(content, "content")
         return content
     if (
         isinstance(content, Sequence)
         and content
         and all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in content)
     ):
+        check_text(content, "content")
         return [dict(b) for b in content]
     raise _bad("content must be a non-blank string or a non-empty list of content blocks")
 
@@ -235,13 +152,7 @@ class InjectionQueue:
         max_pending: int | None = None,
         id_factory: IdFactory | None = None,
     ) -> None:
-        try:
-            self.max_authority = Authority(max_authority)
-        except ValueError:
-            raise ReminderError(
-                "RMD-001",
-                f"max_authority must be contract, corrective or advisory; got {max_authority!r}",
-            ) from None
+        self.max_authority = coerce_enum(Authority, max_authority, "max_authority")
         if type(max_body_bytes) is not int or max_body_bytes <= 0:
             raise ReminderError(
                 "RMD-001", f"max_body_bytes must be an int > 0; got {max_body_bytes!r}"
@@ -286,7 +197,7 @@ class InjectionQueue:
         """
         limit = self.max_authority
         if grant is not None:
-            asked = Authority(grant)
+            asked = coerce_enum(Authority, grant, "grant")
             if AUTHORITY_RANK[asked] > AUTHORITY_RANK[limit]:
                 limit = asked
         fields = validate_reminder_payload(payload, grant=limit, max_body_bytes=self.max_body_bytes)
@@ -448,21 +359,11 @@ def _row(item: QueueItem, position: int) -> dict[str, Any]:
             "position": position,
             "content": item.payload["content"],
         }
-    p = item.payload
     return {
         "kind": "reminder",
         "id": item.id,
         "reminderId": item.id,
         "mode": item.mode.value,
         "position": position,
-        "body": p["body"],
-        "tags": list(p["tags"]),
-        "dedupeKey": p["dedupe_key"],
-        "ttlTurns": p["ttl_turns"],
-        "preserveOnCompact": p["preserve_on_compact"],
-        "propagate": p["propagate"],
-        "roleHint": p["role_hint"],
-        "authority": p["authority"],
-        "source": p["source"],
-        "firedAtTurn": p["fired_at_turn"],
+        **pending_row_fields(item.payload),
     }

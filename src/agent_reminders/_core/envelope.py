@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ReminderError
 from .events import EventLog, Kind, check_log
+from .fields import FIRED_EVENT_FIELDS, event_fields
 from .records import AUTHORITY_RANK, Message, Reminder, RoleHint, check_turn
 
 if TYPE_CHECKING:
@@ -332,13 +333,9 @@ def commit_directives(
                 Kind.FIRED,
                 result.id,
                 {
-                    "reminder_id": r.id,
+                    **event_fields(r, FIRED_EVENT_FIELDS),
                     "turn_number": turn,
-                    "authority": r.authority.value,
                     "rendered_role": "user",
-                    "tags": list(r.tags),
-                    "source": r.source.value,
-                    "ttl_turns": r.ttl_turns,
                 },
             )
         log.lifecycle(
@@ -364,10 +361,12 @@ def _serialize(message: object) -> str:
 
 
 def _split(request: object, index: int) -> tuple[str | None, list[str]]:
+    where = f"requests[{index}]"
     if isinstance(request, Mapping):
         messages = request.get("messages")
         system = request.get("system")
         system_text = None if system is None else _serialize(system)
+        where += ".messages"
     else:
         messages, system_text = request, None
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
@@ -377,8 +376,7 @@ def _split(request: object, index: int) -> tuple[str | None, list[str]]:
     for position, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise TypeError(
-                f"requests[{index}][{position}] must be a message mapping, "
-                f"not {type(message).__name__}"
+                f"{where}[{position}] must be a message mapping, not {type(message).__name__}"
             )
     return system_text, [_serialize(m) for m in messages]
 

@@ -1,29 +1,511 @@
-"""Strict option parsing: the one place where the RMD-001 / RMD-005 rules live."""
+"""The one table of reminder fields, and the profiles that read it.
+
+Every field of :class:`~agent_reminders.Reminder` has one row in :data:`FIELDS`: its name, its
+camelCase wire name (the pending rows of spec 04 §3), its key in lifecycle events, its default
+and its rule — the check that turns an accepted value into the stored one or raises naming the
+field. The closed value sets of the enum fields are defined here too. The readers of the table:
+
+- the record: ``Reminder.__post_init__`` (:func:`check_record`), ``to_dict`` (:func:`record_dict`)
+  and ``from_dict`` (``RMD-001``, ``RMD-005`` for ``propagate``);
+- strict producer options, spec 01 §3 (:func:`parse_reminder_options`);
+- bridge payloads with a caller's grant, spec 04 §3 (:func:`validate_reminder_payload`);
+- lenient stored events, spec 01 §4 (:func:`lenient_values`, :func:`lenient_dict`);
+- the camelCase pending row of 04 §3 (:func:`pending_row_fields`) and lifecycle event payloads
+  (:func:`event_fields`).
+
+A profile decides the order of the checks and the code of a failure; the table decides what a
+field accepts. In the input profiles (options, payloads) ``None`` means "not given".
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from .errors import Diagnostic, ReminderError
-from .records import PRODUCER_FIELDS, REMINDER_FIELDS, Authority, Propagate, RoleHint
+from .ids import new_id
 
 __all__ = [
+    "AUTHORITY_RANK",
+    "DEFAULT_MAX_BODY_BYTES",
+    "FIELDS",
+    "FIRED_EVENT_FIELDS",
+    "INHERITED_EVENT_FIELDS",
+    "INJECTED_EVENT_FIELDS",
     "OPTION_KEYS",
+    "PAYLOAD_KEYS",
+    "PRODUCER_FIELDS",
+    "RECEIPT_FIELDS",
+    "REMINDER_FIELDS",
+    "Authority",
+    "Field",
     "ParsedOptions",
+    "Propagate",
+    "RoleHint",
     "Selector",
+    "Source",
+    "check_declaration",
+    "check_record",
+    "check_unknown",
+    "coerce_enum",
+    "event_fields",
+    "lenient_dict",
+    "lenient_values",
     "lint_reminder_options",
+    "lone_surrogate",
+    "option_defaults",
     "parse_reminder_options",
     "parse_selector",
+    "pending_row_fields",
+    "record_dict",
+    "validate_reminder_payload",
 ]
 
-# The keys a producer may set: every reminder field except those the producer owns.
-OPTION_KEYS: frozenset[str] = frozenset(REMINDER_FIELDS) - PRODUCER_FIELDS
-SELECTOR_KEYS: frozenset[str] = frozenset({"id", "tag", "dedupe_key"})
+
+# -- the closed value sets of the enum fields --------------------------------------------------
+
+
+class Authority(StrEnum):
+    """Precedence of a directive inside the envelope: contract > corrective > advisory."""
+
+    CONTRACT = "contract"
+    CORRECTIVE = "corrective"
+    ADVISORY = "advisory"
+
+
+# Lower rank = higher precedence; used for ordering, dedupe winners and grants.
+AUTHORITY_RANK: dict[Authority, int] = {
+    Authority.CONTRACT: 0,
+    Authority.CORRECTIVE: 1,
+    Authority.ADVISORY: 2,
+}
+
+
+class Propagate(StrEnum):
+    """Whether sub-agents inherit a reminder (``all``, ``session`` or ``none``)."""
+
+    ALL = "all"
+    SESSION = "session"
+    NONE = "none"
+
+
+class RoleHint(StrEnum):
+    """Decides the envelope's ``speaker``; never selects a wire role."""
+
+    SYSTEM = "system"
+    DEVELOPER = "developer"
+    USER_BLOCK = "user_block"
+    EPHEMERAL_CACHE = "ephemeral_cache"
+
+
+class Source(StrEnum):
+    """Where a reminder came from (audit, propagation, authority grants)."""
+
+    STDLIB_PROVIDER = "stdlib_provider"
+    HOOK = "hook"
+    BRIDGE = "bridge"
+    IN_PIPELINE = "in_pipeline"
+    INHERITED = "inherited"
+
 
 _E = TypeVar("_E", bound=StrEnum)
+
+
+def coerce_enum(enum: type[_E], value: object, name: str, code: str = "RMD-001") -> _E:
+    """The one enum coercion: a member or its wire string, else ``code`` naming the allowed
+    values (``"propagate must be one of 'all', 'session', 'none'; got 'x'"``)."""
+    if type(value) is enum:
+        return value
+    if isinstance(value, str):
+        try:
+            return enum(value)
+        except ValueError:
+            pass
+    allowed = ", ".join(repr(m.value) for m in enum)
+    raise ReminderError(code, f"{name} must be one of {allowed}; got {value!r}")
+
+
+# -- text ---------------------------------------------------------------------------------------
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (it cannot be encoded as UTF-8), or
+    ``None``. O(1) for ASCII text."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _text(value: str, name: str, code: str) -> str:
+    at = lone_surrogate(value)
+    if at is not None:
+        raise ReminderError(
+            code,
+            f"{name} contains a lone surrogate {value[at]!r} at index {at}; "
+            "it must be valid Unicode text (encodable as UTF-8)",
+        )
+    return value
+
+
+# -- the rules: (value, name, code) -> the stored value, or ReminderError(code) naming the field
+
+
+Rule = Callable[[Any, str, str], Any]
+
+
+# Rules run in every Reminder construction: ASCII text (the usual case) skips the encoding.
+
+
+def _id_rule(value: Any, name: str, code: str) -> str:
+    if isinstance(value, str) and value.strip():
+        return value if value.isascii() else _text(value, name, code)
+    raise ReminderError(code, f"{name} must be a non-blank string; got {_short(value)}")
+
+
+def _body_rule(value: Any, name: str, code: str) -> str:
+    # kept as given (not stripped): the body is what the model reads
+    if isinstance(value, str) and value.strip():
+        return value if value.isascii() else _text(value, name, code)
+    raise ReminderError(
+        code, f"{name} must be a string with non-blank content; got {_short(value)}"
+    )
+
+
+def _tags_rule(value: Any, name: str, code: str) -> tuple[str, ...]:
+    if type(value) is tuple:
+        # Fast path (C-level calls only) for tags that are already stored form: stripped,
+        # non-blank, unique, ASCII. Anything else takes the loop below.
+        try:
+            if (
+                tuple(map(str.strip, value)) == value
+                and all(value)
+                and len(set(value)) == len(value)
+                and "".join(value).isascii()
+            ):
+                return value
+        except TypeError:  # an entry that is not a string
+            pass
+    if not isinstance(value, list | tuple):
+        raise ReminderError(
+            code, f"{name} must be a list of non-blank strings; got {type(value).__name__}"
+        )
+    seen: dict[str, None] = {}  # a repeated key keeps its first position
+    for index, tag in enumerate(value):
+        if not isinstance(tag, str) or not (stripped := tag.strip()):
+            raise ReminderError(
+                code, f"{name}[{index}] must be a non-blank string; got {_short(tag)}"
+            )
+        if not stripped.isascii():
+            _text(stripped, f"{name}[{index}]", code)
+        seen[stripped] = None
+    # stripped, first occurrence kept: every accepted value survives a JSON round trip
+    tags = tuple(seen)
+    return value if type(value) is tuple and tags == value else tags
+
+
+def _key_rule(value: Any, name: str, code: str) -> str | None:
+    if not isinstance(value, str):
+        raise ReminderError(code, f"{name} must be a string or None; got {_short(value)}")
+    key = value.strip()
+    if not key:
+        return None  # a blank key means "no key", not an error
+    if not key.isascii():
+        _text(key, name, code)
+    return value if key == value else key
+
+
+def _positive_int_rule(value: Any, name: str, code: str) -> int:
+    if type(value) is int and value > 0:
+        return value
+    raise ReminderError(code, f"{name} must be an int > 0 or None; got {_short(value)}")
+
+
+def _turn_rule(value: Any, name: str, code: str) -> int:
+    if type(value) is int and value >= 0:
+        return value
+    raise ReminderError(code, f"{name} must be an int >= 0; got {_short(value)}")
+
+
+def _bool_rule(value: Any, name: str, code: str) -> bool:
+    if type(value) is bool:
+        return value
+    raise ReminderError(code, f"{name} must be a bool (true or false); got {_short(value)}")
+
+
+def _optional_text_rule(value: Any, name: str, code: str) -> str:
+    if isinstance(value, str):
+        return value if value.isascii() else _text(value, name, code)
+    raise ReminderError(code, f"{name} must be a string or None; got {_short(value)}")
+
+
+def _enum_rule(enum: type[StrEnum]) -> Rule:
+    def rule(value: Any, name: str, code: str) -> StrEnum:
+        return value if type(value) is enum else coerce_enum(enum, value, name, code)
+
+    return rule
+
+
+# Lenient readings (spec 01 §4) that differ from "the rule, else the default".
+def _lenient_body(value: object) -> str:
+    return value if isinstance(value, str) else ""  # a blank body is kept; readers drop it
+
+
+def _lenient_tags(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    kept = (t.strip() for t in value if isinstance(t, str) and t.strip())
+    return tuple(dict.fromkeys(t for t in kept if lone_surrogate(t) is None))
+
+
+_enum_wire: Callable[[StrEnum], str] = operator.attrgetter("value")
+
+
+def _list_wire(value: tuple[str, ...]) -> list[str]:
+    return list(value)
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+_REQUIRED: Any = _Required()  # no default: the field must be given (or made by a factory)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One reminder field: what it accepts, where it may be set and how it is spelled.
+
+    Attributes:
+        name: The snake_case name (attribute, ``to_dict`` key, option key).
+        rule: ``rule(value, name, code)`` returns the stored value or raises ``code``.
+        default: The default (a ``REQUIRED`` marker when required or made by ``factory``).
+        factory: Makes the default (``id``: a new unique id).
+        code: A code of the field's own in every profile (``propagate``: ``RMD-005``).
+        omit_none: ``to_dict`` leaves the key out when the value is ``None``.
+        option: A strict producer option (spec 01 §3).
+        payload: A bridge payload key (spec 04 §3).
+        lenient: The lenient reading when it is not "the rule, else the default".
+        wire: Turns the stored value into its JSON form (``None``: as is).
+        exact: A value of exactly this type is valid as it is (enums, ``bool``).
+        event: The key in lifecycle event payloads (``id`` is ``reminder_id``).
+        camel: The camelCase name of 04 §3 rows, derived from ``name``.
+    """
+
+    name: str
+    rule: Rule
+    default: Any = _REQUIRED
+    factory: Callable[[], Any] | None = None
+    code: str | None = None
+    omit_none: bool = False
+    option: bool = True
+    payload: bool = True
+    lenient: Callable[[object], Any] | None = None
+    wire: Callable[[Any], Any] | None = None
+    exact: type | None = None
+    event: str = ""
+    camel: str = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        head, *rest = self.name.split("_")
+        object.__setattr__(self, "camel", head + "".join(w.title() for w in rest))
+        if not self.event:
+            object.__setattr__(self, "event", self.name)
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED and self.factory is None
+
+    def default_value(self) -> Any:
+        return self.factory() if self.factory is not None else self.default
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("id", _id_rule, factory=new_id, option=False, event="reminder_id"),
+    Field("body", _body_rule, lenient=_lenient_body),
+    Field("tags", _tags_rule, default=(), lenient=_lenient_tags, wire=_list_wire),
+    Field("dedupe_key", _key_rule, default=None, omit_none=True),
+    Field("ttl_turns", _positive_int_rule, default=None, omit_none=True),
+    Field("preserve_on_compact", _bool_rule, default=False, exact=bool),
+    Field(
+        "propagate",
+        _enum_rule(Propagate),
+        default=Propagate.SESSION,
+        code="RMD-005",
+        wire=_enum_wire,
+        exact=Propagate,
+    ),
+    Field(
+        "role_hint",
+        _enum_rule(RoleHint),
+        default=RoleHint.SYSTEM,
+        wire=_enum_wire,
+        exact=RoleHint,
+    ),
+    Field(
+        "authority",
+        _enum_rule(Authority),
+        default=Authority.CONTRACT,
+        wire=_enum_wire,
+        exact=Authority,
+    ),
+    Field(
+        "source",
+        _enum_rule(Source),
+        default=Source.IN_PIPELINE,
+        option=False,
+        wire=_enum_wire,
+        exact=Source,
+    ),
+    Field("fired_at_turn", _turn_rule, default=0, option=False),
+    Field(
+        "originating_agent_id",
+        _optional_text_rule,
+        default=None,
+        omit_none=True,
+        option=False,
+        payload=False,
+    ),
+)
+_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+
+# Every field of the record, in declaration order (the JSON payload's keys).
+REMINDER_FIELDS: tuple[str, ...] = tuple(f.name for f in FIELDS)
+# Set by the producer, never by strict options (RMD-001 names them as unknown options).
+PRODUCER_FIELDS: frozenset[str] = frozenset(f.name for f in FIELDS if not f.option)
+# The keys a producer may set (spec 01 §3).
+OPTION_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.option)
+# A pushed reminder may carry every field but the inheritance origin, plus host metadata.
+PAYLOAD_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.payload) | {"_meta"}
+_SELECTOR_ORDER: tuple[str, ...] = ("id", "tag", "dedupe_key")
+SELECTOR_KEYS: frozenset[str] = frozenset(_SELECTOR_ORDER)
+DEFAULT_MAX_BODY_BYTES = 16384
+
+# The reminder fields each record carries (spec 01 §10, 02 §3 receipts), in payload order.
+INJECTED_EVENT_FIELDS: tuple[str, ...] = (
+    "id",
+    "tags",
+    "dedupe_key",
+    "source",
+    "role_hint",
+    "authority",
+    "ttl_turns",
+    "propagate",
+    "originating_agent_id",
+)
+FIRED_EVENT_FIELDS: tuple[str, ...] = ("id", "authority", "tags", "source", "ttl_turns")
+INHERITED_EVENT_FIELDS: tuple[str, ...] = ("id", "originating_agent_id", "propagate")
+RECEIPT_FIELDS: tuple[str, ...] = INJECTED_EVENT_FIELDS[:7]
+
+
+def check_declaration(names_and_defaults: Iterable[tuple[str, Any]]) -> None:
+    """Fail at import when the ``Reminder`` declaration and the table disagree.
+
+    Raises:
+        TypeError: a field missing on either side, out of order, or with another default.
+    """
+    declared = [
+        (name, _REQUIRED if default is dataclasses.MISSING else default)
+        for name, default in names_and_defaults
+    ]
+    expected = [(f.name, f.default) for f in FIELDS]
+    if declared != expected:
+        raise TypeError(f"Reminder fields {declared} do not match the field table {expected}")
+
+
+# -- the record profile (Reminder.__post_init__, to_dict) --------------------------------------
+
+_WIRED: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
+    (f.name, f.wire) for f in FIELDS if f.wire is not None
+)
+_OMIT_NONE: tuple[str, ...] = tuple(f.name for f in FIELDS if f.omit_none)
+
+
+def _compile_check_record() -> Callable[[dict[str, Any]], None]:
+    """Build ``check_record`` from the table as straight-line code, the way ``dataclasses``
+    builds ``__init__``: it runs in every ``Reminder`` construction, and a loop over the table
+    costs about a third more. For each field, in table order: a value identical to a
+    non-factory default, or of the field's exact type, is valid as it is; any other value goes
+    through the field's rule (code ``RMD-001`` unless the field has its own)."""
+    env: dict[str, Any] = {}
+    lines = ["def check_record(values):"]
+    for index, f in enumerate(FIELDS):
+        env[f"skip{index}"] = object() if f.factory is not None or f.required else f.default
+        env[f"exact{index}"] = f.exact or type("_NoExactType", (), {})
+        env[f"rule{index}"] = f.rule
+        lines += [
+            f"    value = values[{f.name!r}]",
+            f"    if value is not skip{index} and type(value) is not exact{index}:",
+            f"        checked = rule{index}(value, {f.name!r}, {f.code or 'RMD-001'!r})",
+            "        if checked is not value:",
+            f"            values[{f.name!r}] = checked",
+        ]
+    exec(compile("\n".join(lines), "<reminder field table>", "exec"), env)
+    check: Callable[[dict[str, Any]], None] = env["check_record"]
+    check.__doc__ = """Validate and normalize a record's field values in place (a ``Reminder``'s
+    ``__dict__``).
+
+    Raises:
+        ReminderError: ``RMD-001`` naming the field (``RMD-005`` for ``propagate``).
+    """
+    return check
+
+
+check_record = _compile_check_record()
+
+
+def record_dict(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON payload of stored field values (exactly the fields, in table order, as a
+    ``Reminder`` holds them): enum values as strings, tags as a list, and the ``omit_none``
+    keys left out when ``None``."""
+    out = dict(values)
+    for name, wire in _WIRED:
+        out[name] = wire(out[name])
+    for name in _OMIT_NONE:
+        if out[name] is None:
+            del out[name]
+    return out
+
+
+def event_fields(reminder: object, names: Iterable[str]) -> dict[str, Any]:
+    """The named fields of ``reminder`` in their JSON form, under their event keys.
+
+    Example:
+        >>> from agent_reminders import Reminder
+        >>> event_fields(Reminder(id="r1", body="x"), ("id", "authority"))
+        {'reminder_id': 'r1', 'authority': 'contract'}
+    """
+    out: dict[str, Any] = {}
+    for name in names:
+        f = _BY_NAME[name]
+        value = getattr(reminder, name)
+        out[f.event] = value if value is None or f.wire is None else f.wire(value)
+    return out
+
+
+def check_unknown(
+    mapping: Mapping[Any, Any], allowed: frozenset[str], code: str = "RMD-001", where: str = ""
+) -> None:
+    """Raise ``code`` with ``unknown option(s): a, b`` (sorted) for keys outside ``allowed``."""
+    unknown = sorted(str(k) for k in mapping if k not in allowed)
+    if unknown:
+        raise ReminderError(code, f"unknown option(s): {', '.join(unknown)}{where}")
+
+
+# -- strict producer options (spec 01 §3) ------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,14 +521,18 @@ class ParsedOptions:
     role_hint: RoleHint | None = None
     authority: Authority | None = None
 
+    def given(self) -> dict[str, Any]:
+        """The options that were given (not ``None``), as ``Reminder`` keyword arguments."""
+        return {
+            f.name: value for f in _OPTION_ORDER if (value := getattr(self, f.name)) is not None
+        }
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Selector:
-    """A validated ``clear_reminders`` selector; every given field must match."""
 
-    id: str | None = None
-    tag: str | None = None
-    dedupe_key: str | None = None
+# Spec order: the option fields in table order, the body last.
+_OPTION_ORDER: tuple[Field, ...] = tuple(
+    [f for f in FIELDS if f.option and not f.required]
+    + [f for f in FIELDS if f.option and f.required]
+)
 
 
 def _require_mapping(options: object, what: str) -> Mapping[str, Any]:
@@ -57,39 +543,6 @@ def _require_mapping(options: object, what: str) -> Mapping[str, Any]:
     return options
 
 
-def _check_unknown(options: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(str(k) for k in options if k not in allowed)
-    if unknown:
-        raise ReminderError("RMD-001", f"unknown option(s): {', '.join(unknown)}")
-
-
-def _parse_tags(value: object) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list | tuple):
-        raise ReminderError(
-            "RMD-001", f"tags must be a list of strings; got {type(value).__name__}"
-        )
-    seen: dict[str, None] = {}
-    for index, tag in enumerate(value):
-        if not isinstance(tag, str) or not tag.strip():
-            raise ReminderError("RMD-001", f"tags[{index}] must be a non-blank string; got {tag!r}")
-        seen.setdefault(tag.strip(), None)
-    return tuple(seen)
-
-
-def _parse_enum(enum: type[_E], value: object, key: str, code: str) -> _E | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            return enum(value)
-        except ValueError:
-            pass
-    allowed = ", ".join(repr(m.value) for m in enum)
-    raise ReminderError(code, f"{key} must be one of {allowed}; got {value!r}")
-
-
 def parse_reminder_options(options: object) -> ParsedOptions:
     """Validate strict reminder options in the specified order; the first failure raises.
 
@@ -97,52 +550,149 @@ def parse_reminder_options(options: object) -> ParsedOptions:
         ReminderError: ``RMD-001`` (``RMD-005`` for ``propagate``) naming the bad key.
     """
     opts = _require_mapping(options, "reminder options")
-    _check_unknown(opts, OPTION_KEYS)
-    tags = _parse_tags(opts.get("tags"))
+    check_unknown(opts, OPTION_KEYS)
+    values: dict[str, Any] = {}
+    for f in _OPTION_ORDER:
+        value = opts.get(f.name)
+        if value is not None or f.required:
+            values[f.name] = f.rule(value, f.name, f.code or "RMD-001")
+    return ParsedOptions(**values)
 
-    dedupe_key = opts.get("dedupe_key")
-    if dedupe_key is not None:
-        if not isinstance(dedupe_key, str):
-            raise ReminderError("RMD-001", f"dedupe_key must be a string; got {dedupe_key!r}")
-        dedupe_key = dedupe_key.strip() or None
 
-    ttl = opts.get("ttl_turns")
-    if ttl is not None and (type(ttl) is not int or ttl <= 0):
-        raise ReminderError("RMD-001", f"ttl_turns must be an int > 0 or None; got {ttl!r}")
+def option_defaults() -> dict[str, Any]:
+    """Every strict option with its default, in JSON form (the body left out)."""
+    return {
+        f.name: f.default if f.wire is None else f.wire(f.default)
+        for f in FIELDS
+        if f.option and not f.required
+    }
 
-    preserve = opts.get("preserve_on_compact")
-    if preserve is not None and type(preserve) is not bool:
+
+# -- bridge payloads with a caller's grant (spec 04 §3) ----------------------------------------
+
+_PAYLOAD_FIELDS: tuple[Field, ...] = tuple(f for f in FIELDS if f.payload)
+_ROW_FIELDS: tuple[Field, ...] = tuple(f for f in _PAYLOAD_FIELDS if f.name != "id")
+
+
+def validate_reminder_payload(
+    payload: object,
+    *,
+    grant: Authority = Authority.CONTRACT,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> dict[str, Any]:
+    """Validate a pushed reminder (spec 04 §3, first failure wins) and return its fields.
+
+    The result has every payload field (snake_case, JSON form) with defaults filled in;
+    ``source`` is always ``bridge``; a missing ``authority`` takes ``grant``; ``id`` is kept
+    when given (else ``None``); ``_meta`` is a copy or ``None``.
+
+    Raises:
+        ReminderError: ``RMD-002`` (shape), ``RMD-001`` (unknown keys), ``RMD-005``
+            (``propagate``), ``RMD-009`` (authority above ``grant``).
+    """
+    if not isinstance(payload, Mapping):
         raise ReminderError(
-            "RMD-001", f"preserve_on_compact must be a bool or None; got {preserve!r}"
+            "RMD-002", f"a reminder must be an object; got {type(payload).__name__}"
         )
+    grant = coerce_enum(Authority, grant, "grant")
+    if "content" in payload:
+        raise ReminderError("RMD-002", "reminders take 'body', not a user message's 'content'")
+    check_unknown(payload, PAYLOAD_KEYS)
+    meta = payload.get("_meta")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise ReminderError("RMD-002", f"_meta must be an object; got {type(meta).__name__}")
+    given: dict[str, Any] = {}
 
-    propagate = _parse_enum(Propagate, opts.get("propagate"), "propagate", "RMD-005")
-    role_hint = _parse_enum(RoleHint, opts.get("role_hint"), "role_hint", "RMD-001")
-    authority = _parse_enum(Authority, opts.get("authority"), "authority", "RMD-001")
+    def take(name: str) -> Any:
+        f = _BY_NAME[name]
+        value = payload.get(name)
+        if value is not None or f.required:
+            value = given[name] = f.rule(value, name, f.code or "RMD-002")
+        return value
 
-    body = opts.get("body")
-    if not isinstance(body, str) or not body.strip():
+    take("ttl_turns")
+    take("fired_at_turn")
+    source = payload.get("source")
+    if source is not None and source != Source.BRIDGE:
         raise ReminderError(
-            "RMD-001", f"body must be a string with non-blank content; got {body!r}"
+            "RMD-002", f"source must be 'bridge' for pushed reminders; got {_short(source)}"
         )
-    return ParsedOptions(
-        body=body,
-        tags=tags,
-        dedupe_key=dedupe_key,
-        ttl_turns=ttl,
-        preserve_on_compact=preserve,
-        propagate=propagate,
-        role_hint=role_hint,
-        authority=authority,
-    )
+    take("propagate")
+    take("role_hint")
+    wanted = take("authority")
+    if wanted is None:
+        wanted = given["authority"] = grant
+    if AUTHORITY_RANK[wanted] < AUTHORITY_RANK[grant]:
+        raise ReminderError(
+            "RMD-009",
+            f"authority {wanted.value!r} is above this source's grant {grant.value!r}",
+        )
+    take("tags")
+    size = len(take("body").encode())
+    if size > max_body_bytes:
+        raise ReminderError("RMD-002", f"body is {size} bytes; the limit is {max_body_bytes}")
+    for name in ("dedupe_key", "preserve_on_compact", "id"):
+        take(name)
+    given["source"] = Source.BRIDGE
+    out: dict[str, Any] = {}
+    for f in _PAYLOAD_FIELDS:
+        value = given.get(f.name, f.default if f.factory is None else None)
+        out[f.name] = value if value is None or f.wire is None else f.wire(value)
+    out["_meta"] = dict(meta) if meta is not None else None
+    return out
+
+
+def pending_row_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The reminder fields of a 04 §3 pending row, camelCase, from a validated payload."""
+    return {f.camel: list(v) if isinstance(v := payload[f.name], list) else v for f in _ROW_FIELDS}
+
+
+# -- lenient stored events (spec 01 §4) --------------------------------------------------------
+
+
+def lenient_values(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field of a reminder-like mapping, never raising: an invalid value takes the
+    default (a missing ``id`` a new one), ``tags`` keep their valid entries, a non-string
+    ``body`` becomes ``""`` (a blank body is kept; readers drop such reminders)."""
+    out: dict[str, Any] = {}
+    for f in FIELDS:
+        value = payload.get(f.name)
+        if f.lenient is not None:
+            out[f.name] = f.lenient(value)
+            continue
+        if value is not None:
+            try:
+                out[f.name] = f.rule(value, f.name, "RMD-001")
+                continue
+            except ReminderError:
+                pass
+        out[f.name] = f.default_value()
+    return out
+
+
+def lenient_dict(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`lenient_values` in ``Reminder.to_dict()`` shape."""
+    return record_dict(lenient_values(payload))
+
+
+# -- clear_reminders selectors and the RMD-004 lint --------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Selector:
+    """A validated ``clear_reminders`` selector; every given field must match."""
+
+    id: str | None = None
+    tag: str | None = None
+    dedupe_key: str | None = None
 
 
 def parse_selector(selector: object) -> Selector:
     """Validate a ``clear_reminders`` selector (keys ``id``, ``tag``, ``dedupe_key``)."""
     sel = _require_mapping(selector, "selector")
-    _check_unknown(sel, SELECTOR_KEYS)
+    check_unknown(sel, SELECTOR_KEYS)
     values: dict[str, str | None] = {}
-    for key in ("id", "tag", "dedupe_key"):
+    for key in _SELECTOR_ORDER:
         value = sel.get(key)
         if value is not None and not isinstance(value, str):
             raise ReminderError("RMD-001", f"selector {key} must be a string; got {value!r}")
@@ -151,7 +701,7 @@ def parse_selector(selector: object) -> Selector:
         raise ReminderError(
             "RMD-001", "selector needs at least one non-blank key of: dedupe_key, id, tag"
         )
-    return Selector(id=values["id"], tag=values["tag"], dedupe_key=values["dedupe_key"])
+    return Selector(**values)
 
 
 def lint_reminder_options(options: Mapping[str, Any]) -> list[Diagnostic]:

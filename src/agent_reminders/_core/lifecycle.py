@@ -11,15 +11,21 @@ from typing import Any
 from .envelope import best_by_key
 from .errors import ReminderError
 from .events import EventLog, Kind, check_log
-from .fields import ParsedOptions, parse_reminder_options, parse_selector
+from .fields import (
+    INHERITED_EVENT_FIELDS,
+    INJECTED_EVENT_FIELDS,
+    ParsedOptions,
+    coerce_enum,
+    event_fields,
+    parse_reminder_options,
+    parse_selector,
+)
 from .ids import IdFactory, new_id
 from .messages import validate_message
 from .records import (
-    Authority,
     Message,
     Propagate,
     Reminder,
-    RoleHint,
     Source,
     check_turn,
     evolve_unchecked,
@@ -84,16 +90,6 @@ class Compacted:
     preserved_count: int
 
 
-def _check_source(value: object) -> Source:
-    if isinstance(value, str):
-        try:
-            return Source(value)
-        except ValueError:
-            pass
-    allowed = ", ".join(s.value for s in Source)
-    raise ReminderError("RMD-001", f"source must be one of {allowed}; got {value!r}")
-
-
 def _expired(
     log: EventLog,
     transcript: Transcript,
@@ -136,17 +132,8 @@ def _deduped(
 
 
 def injected_payload(reminder: Reminder) -> dict[str, Any]:
-    return {
-        "reminder_id": reminder.id,
-        "tags": list(reminder.tags),
-        "dedupe_key": reminder.dedupe_key,
-        "source": reminder.source.value,
-        "role_hint": reminder.role_hint.value,
-        "authority": reminder.authority.value,
-        "ttl_turns": reminder.ttl_turns,
-        "propagate": reminder.propagate.value,
-        "originating_agent_id": reminder.originating_agent_id,
-    }
+    """The reminder fields of an ``injected`` record (spec 01 §10)."""
+    return event_fields(reminder, INJECTED_EVENT_FIELDS)
 
 
 def insert_reminder(
@@ -200,7 +187,7 @@ def inject_reminder(
     """
     transcript = check_transcript(transcript)
     parsed = parse_reminder_options(options)
-    src = _check_source(source)
+    src = coerce_enum(Source, source, "source")
     turn = check_turn(fired_at_turn, "fired_at_turn")
     reminder = reminder_from_options(
         parsed, source=src, fired_at_turn=turn, id=(id_factory or new_id)()
@@ -218,19 +205,10 @@ def reminder_from_options(
 ) -> Reminder:
     """Build the reminder that validated options describe, with the spec defaults filled in
     (``body`` replaces the options' body, e.g. for a short repeat)."""
-    return Reminder(
-        id=id or new_id(),
-        body=parsed.body if body is None else body,
-        tags=parsed.tags,
-        dedupe_key=parsed.dedupe_key,
-        ttl_turns=parsed.ttl_turns,
-        preserve_on_compact=bool(parsed.preserve_on_compact),
-        propagate=parsed.propagate or Propagate.SESSION,
-        role_hint=parsed.role_hint or RoleHint.SYSTEM,
-        authority=parsed.authority or Authority.CONTRACT,
-        source=source,
-        fired_at_turn=fired_at_turn,
-    )
+    fields = parsed.given()  # options not given take the record's defaults
+    if body is not None:
+        fields["body"] = body
+    return Reminder(**fields, id=id or new_id(), source=source, fired_at_turn=fired_at_turn)
 
 
 def clear_reminders(
@@ -471,11 +449,6 @@ def seed_inherited(
             log.lifecycle(
                 Kind.INHERITED,
                 transcript.id,
-                {
-                    "reminder_id": reminder.id,
-                    "originating_agent_id": reminder.originating_agent_id,
-                    "sub_agent_id": sub_agent_id,
-                    "propagate": reminder.propagate.value,
-                },
+                {**event_fields(reminder, INHERITED_EVENT_FIELDS), "sub_agent_id": sub_agent_id},
             )
     return transcript

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from .errors import ReminderError
+from .errors import MessageError
+from .fields import lone_surrogate
 from .records import Message
 
-__all__ = ["ROLES", "FrozenDict", "FrozenList", "copy_json", "freeze", "validate_message"]
+__all__ = ["ROLES", "FrozenDict", "FrozenList", "check_text", "copy_json", "validate_message"]
 
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
@@ -46,16 +47,6 @@ class FrozenList(list[Any]):
         return (list, (list(self),))
 
 
-def freeze(value: Any) -> Any:
-    """A read-only deep copy of JSON-like data (mappings and lists/tuples become
-    :class:`FrozenDict` / :class:`FrozenList`)."""
-    if isinstance(value, Mapping):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return FrozenList([freeze(v) for v in value])
-    return value
-
-
 def copy_json(value: Any) -> Any:
     """Deep-copy JSON-like data (dicts, lists, tuples, scalars); tuples become lists."""
     if isinstance(value, Mapping):
@@ -65,8 +56,66 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _bad(where: str, problem: str) -> ReminderError:
-    return ReminderError("RMD-001", f"{where}: {problem}")
+def _bad(where: str, problem: str) -> MessageError:
+    return MessageError(f"{where}: {problem}")
+
+
+class _SurrogateFoundError(Exception):
+    """A lone surrogate found while copying; ``path`` is built while unwinding."""
+
+    def __init__(self, text: str, at: int) -> None:
+        self.text, self.at, self.path = text, at, ""
+
+
+def _copy_checked(value: Any) -> Any:
+    """A read-only deep copy (:class:`FrozenDict` / :class:`FrozenList`) that refuses text
+    with a lone surrogate (it cannot be sent)."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        at = lone_surrogate(value)
+        if at is not None:
+            raise _SurrogateFoundError(value, at)
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            try:
+                out[key] = _copy_checked(item)
+            except _SurrogateFoundError as found:
+                found.path = f".{key}{found.path}"
+                raise
+        return FrozenDict(out)
+    if isinstance(value, list | tuple):
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_copy_checked(item))
+            except _SurrogateFoundError as found:
+                found.path = f"[{index}]{found.path}"
+                raise
+        return FrozenList(items)
+    return value
+
+
+def _surrogate_error(where: str, found: _SurrogateFoundError) -> MessageError:
+    return _bad(
+        f"{where}{found.path}",
+        f"contains a lone surrogate {found.text[found.at]!r} at index {found.at}; "
+        "text must be valid Unicode (encodable as UTF-8)",
+    )
+
+
+def check_text(value: Any, where: str) -> None:
+    """Refuse a lone surrogate anywhere in JSON-like ``value`` (message text, tool output).
+
+    Raises:
+        MessageError: ``RMD-101`` naming the path (``content[0].text``).
+    """
+    try:
+        _copy_checked(value)
+    except _SurrogateFoundError as found:
+        raise _surrogate_error(where, found) from None
 
 
 def validate_message(message: object, where: str = "message") -> Message:
@@ -74,7 +123,8 @@ def validate_message(message: object, where: str = "message") -> Message:
 
     Raises:
         TypeError: the message is not a mapping.
-        ReminderError: ``RMD-001`` naming the bad key (e.g. ``message.role``).
+        MessageError: ``RMD-101`` naming the path of the bad value (e.g. ``message.role``),
+            also for text with a lone surrogate.
     """
     if not isinstance(message, Mapping):
         raise TypeError(f"{where} must be a mapping, not {type(message).__name__}")
@@ -108,4 +158,7 @@ def validate_message(message: object, where: str = "message") -> Message:
         not isinstance(ids, list | tuple) or not all(isinstance(i, str) for i in ids)
     ):
         raise _bad(f"{where}.directive_ids", "must be a list of strings")
-    return cast(Message, freeze(message))
+    try:
+        return cast(Message, _copy_checked(message))
+    except _SurrogateFoundError as found:
+        raise _surrogate_error(where, found) from None

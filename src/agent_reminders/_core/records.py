@@ -1,13 +1,30 @@
-"""Enumerations, the Reminder record and the provider-neutral message shapes."""
+"""The Reminder record, the delivery modes and the provider-neutral message shapes.
+
+The reminder field enums and rules live in the field table (``fields.py``); they are
+re-exported here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, TypedDict, TypeVar
+from typing import Any, Literal, NotRequired, TypedDict
 
 from .errors import ReminderError
+from .fields import (
+    AUTHORITY_RANK,
+    PRODUCER_FIELDS,
+    REMINDER_FIELDS,
+    Authority,
+    Propagate,
+    RoleHint,
+    Source,
+    check_declaration,
+    check_record,
+    check_unknown,
+    record_dict,
+)
 from .ids import new_id
 
 __all__ = [
@@ -26,49 +43,6 @@ __all__ = [
     "check_turn",
     "evolve_unchecked",
 ]
-
-
-class Authority(StrEnum):
-    """Precedence of a directive inside the envelope: contract > corrective > advisory."""
-
-    CONTRACT = "contract"
-    CORRECTIVE = "corrective"
-    ADVISORY = "advisory"
-
-
-# Lower rank = higher precedence; used for ordering and for dedupe winners.
-AUTHORITY_RANK: dict[Authority, int] = {
-    Authority.CONTRACT: 0,
-    Authority.CORRECTIVE: 1,
-    Authority.ADVISORY: 2,
-}
-
-
-class Propagate(StrEnum):
-    """Whether sub-agents inherit a reminder (``all``, ``session`` or ``none``)."""
-
-    ALL = "all"
-    SESSION = "session"
-    NONE = "none"
-
-
-class RoleHint(StrEnum):
-    """Decides the envelope's ``speaker``; never selects a wire role."""
-
-    SYSTEM = "system"
-    DEVELOPER = "developer"
-    USER_BLOCK = "user_block"
-    EPHEMERAL_CACHE = "ephemeral_cache"
-
-
-class Source(StrEnum):
-    """Where a reminder came from (audit, propagation, authority grants)."""
-
-    STDLIB_PROVIDER = "stdlib_provider"
-    HOOK = "hook"
-    BRIDGE = "bridge"
-    IN_PIPELINE = "in_pipeline"
-    INHERITED = "inherited"
 
 
 class DeliveryMode(StrEnum):
@@ -108,26 +82,6 @@ class Message(TypedDict):
     directive_ids: NotRequired[list[str]]
 
 
-_OPTIONAL_KEYS = ("dedupe_key", "ttl_turns", "originating_agent_id")
-# Set by the producer, never by strict options (RMD-001 names them as unknown options).
-PRODUCER_FIELDS: frozenset[str] = frozenset(
-    {"id", "source", "fired_at_turn", "originating_agent_id"}
-)
-_E = TypeVar("_E", bound=StrEnum)
-
-
-def _enum_value(enum: type[_E], value: object, key: str, code: str = "RMD-001") -> _E:
-    if isinstance(value, enum):
-        return value
-    if isinstance(value, str):
-        try:
-            return enum(value)
-        except ValueError:
-            pass
-    allowed = ", ".join(m.value for m in enum)
-    raise ReminderError(code, f"{key} must be one of {allowed}; got {value!r}")
-
-
 @dataclass(frozen=True, kw_only=True)
 class Reminder:
     """The lifecycle record of one system reminder.
@@ -155,47 +109,8 @@ class Reminder:
     originating_agent_id: str | None = None
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        if not isinstance(self.id, str) or not self.id.strip():
-            raise ReminderError("RMD-001", f"id must be a non-blank string; got {self.id!r}")
-        if not isinstance(self.body, str) or not self.body.strip():
-            raise ReminderError("RMD-001", "body must be a string with non-blank content")
-        if not isinstance(self.tags, tuple | list):
-            raise ReminderError("RMD-001", f"tags must be a list of strings; got {self.tags!r}")
-        if not all(isinstance(t, str) and t.strip() for t in self.tags):
-            raise ReminderError("RMD-001", f"tags must be non-blank strings; got {self.tags!r}")
-        # Normalized like strict options, so every accepted value survives a JSON round trip.
-        tags = tuple(dict.fromkeys(t.strip() for t in self.tags))
-        if tags != self.tags:
-            set_(self, "tags", tags)
-        key = self.dedupe_key
-        if key is not None:
-            if not isinstance(key, str):
-                raise ReminderError("RMD-001", f"dedupe_key must be a string; got {key!r}")
-            if key.strip() != key or not key:
-                set_(self, "dedupe_key", key.strip() or None)
-        ttl = self.ttl_turns
-        if ttl is not None and (type(ttl) is not int or ttl <= 0):
-            raise ReminderError("RMD-001", f"ttl_turns must be a positive int; got {ttl!r}")
-        if type(self.preserve_on_compact) is not bool:
-            raise ReminderError(
-                "RMD-001",
-                f"preserve_on_compact must be a bool; got {self.preserve_on_compact!r}",
-            )
-        if type(self.propagate) is not Propagate:
-            set_(self, "propagate", _enum_value(Propagate, self.propagate, "propagate", "RMD-005"))
-        if type(self.role_hint) is not RoleHint:
-            set_(self, "role_hint", _enum_value(RoleHint, self.role_hint, "role_hint"))
-        if type(self.authority) is not Authority:
-            set_(self, "authority", _enum_value(Authority, self.authority, "authority"))
-        if type(self.source) is not Source:
-            set_(self, "source", _enum_value(Source, self.source, "source"))
-        turn = self.fired_at_turn
-        if type(turn) is not int or turn < 0:
-            raise ReminderError("RMD-001", f"fired_at_turn must be an int >= 0; got {turn!r}")
-        origin = self.originating_agent_id
-        if origin is not None and not isinstance(origin, str):
-            raise ReminderError("RMD-001", f"originating_agent_id must be a string; got {origin!r}")
+        # The field table's rules; they normalize tags and dedupe_key and coerce enum strings.
+        check_record(self.__dict__)
 
     @property
     def is_durable(self) -> bool:
@@ -207,24 +122,7 @@ class Reminder:
 
         ``dedupe_key``, ``ttl_turns`` and ``originating_agent_id`` are left out when ``None``.
         """
-        out: dict[str, Any] = {
-            "id": self.id,
-            "body": self.body,
-            "tags": list(self.tags),
-            "dedupe_key": self.dedupe_key,
-            "ttl_turns": self.ttl_turns,
-            "preserve_on_compact": self.preserve_on_compact,
-            "propagate": self.propagate.value,
-            "role_hint": self.role_hint.value,
-            "authority": self.authority.value,
-            "source": self.source.value,
-            "fired_at_turn": self.fired_at_turn,
-            "originating_agent_id": self.originating_agent_id,
-        }
-        for key in _OPTIONAL_KEYS:
-            if out[key] is None:
-                del out[key]
-        return out
+        return record_dict(self.__dict__)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Reminder:
@@ -238,21 +136,15 @@ class Reminder:
             raise ReminderError(
                 "RMD-001", f"a reminder payload must be a mapping, not {type(data).__name__}"
             )
-        unknown = sorted(str(k) for k in data if k not in REMINDER_FIELDS)
-        if unknown:
-            raise ReminderError("RMD-001", f"unknown option(s): {', '.join(unknown)}")
+        check_unknown(data, _RECORD_KEYS)
         if "body" not in data:
             raise ReminderError("RMD-001", "body is required")
-        tags = data.get("tags", ())
-        if not isinstance(tags, list | tuple):
-            raise ReminderError("RMD-001", f"tags must be a list of strings; got {tags!r}")
-        kwargs = {k: data[k] for k in REMINDER_FIELDS if k in data}
-        kwargs["tags"] = tuple(tags)
-        return cls(**kwargs)
+        return cls(**data)
 
 
-# Every field of the record, in declaration order (the JSON payload's keys).
-REMINDER_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reminder))
+_RECORD_KEYS = frozenset(REMINDER_FIELDS)
+# The declaration above is what type checkers see; the field table must say the same.
+check_declaration((f.name, f.default) for f in fields(Reminder))
 
 
 def check_turn(value: object, name: str = "turn") -> int:

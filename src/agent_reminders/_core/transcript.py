@@ -5,22 +5,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from enum import StrEnum
-from typing import Any, TypeVar, cast, overload
+from typing import Any, cast, overload
 
 from .envelope import CommitIndex, message_text
-from .errors import ReminderError
+from .errors import ReminderError, StateError
 from .events import EventLog, Kind
+from .fields import lenient_dict, lenient_values
 from .ids import new_id
 from .messages import FrozenDict, copy_json, validate_message
-from .records import (
-    Authority,
-    Message,
-    Propagate,
-    Reminder,
-    RoleHint,
-    Source,
-)
+from .records import Message, Reminder
 
 __all__ = [
     "MessageView",
@@ -31,7 +24,7 @@ __all__ = [
 ]
 
 FORMAT = "agent-reminders.transcript.v1"
-_E = TypeVar("_E", bound=StrEnum)
+_UNREPORTED = "unreported_invalid_events"
 
 
 class _Log:
@@ -41,7 +34,7 @@ class _Log:
     in place (O(1)); appending to a shorter view forks a copy first. Entries below a view's
     length never change, so views handed out stay valid forever. ``wire`` holds the same
     messages as sent to a model (envelope messages without ``directive_ids``); ``index`` is
-    the commit index of :mod:`envelope`. Messages are read-only (:func:`freeze`).
+    the commit index of :mod:`envelope`. Messages are read-only (``FrozenDict``).
     """
 
     __slots__ = ("index", "lock", "messages", "wire")
@@ -244,7 +237,7 @@ class Transcript:
 
         Raises:
             TypeError: ``message`` is not a mapping.
-            MessageError: ``RMD-101`` naming the bad key.
+            MessageError: ``RMD-101`` naming the path of the bad value.
         """
         owned = validate_message(message)
         log = self._log
@@ -361,33 +354,56 @@ class Transcript:
 
     def to_json(self) -> str:
         """Serialize to JSON; ``Transcript.from_json(t.to_json()) == t``."""
-        return json.dumps(
-            {"format": FORMAT, "id": self.id, "events": self.events},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        document: dict[str, Any] = {"format": FORMAT, "id": self.id, "events": self.events}
+        if self._invalid:
+            # The last events are foreign ones read leniently and not yet reported as
+            # dropped; from_json keeps them as such instead of refusing them.
+            document[_UNREPORTED] = len(self._invalid)
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Transcript:
-        """Parse the output of :meth:`to_json`.
+        """Parse the output of :meth:`to_json`, strictly: a stored reminder is read like
+        :meth:`Reminder.from_dict`, so an invalid field is an error, never a silent change.
 
         Raises:
-            ReminderError: ``RMD-001`` when the text is not a transcript document.
+            StateError: ``RMD-106`` when the text is not a transcript document.
+            ReminderError: ``RMD-001`` (``RMD-005`` for ``propagate``) naming the path and
+                the field of an invalid stored reminder.
+            MessageError: ``RMD-101`` naming the path of an invalid stored message.
         """
         if not isinstance(text, str | bytes):
             raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise ReminderError("RMD-001", f"transcript JSON does not parse: {exc}") from None
+            raise StateError(f"transcript JSON does not parse: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ReminderError("RMD-001", f"not a transcript document (format must be {FORMAT!r})")
+            raise StateError(f"not a transcript document (format must be {FORMAT!r})")
         events = data.get("events")
         if not isinstance(events, list):
-            raise ReminderError("RMD-001", "transcript document: events must be a list")
+            raise StateError("transcript document: events must be a list")
         tid = data.get("id")
         if not isinstance(tid, str):
-            raise ReminderError("RMD-001", "transcript document: id must be a string")
+            raise StateError("transcript document: id must be a string")
+        unreported = data.get(_UNREPORTED, 0)
+        if type(unreported) is not int or not 0 <= unreported <= len(events):
+            raise StateError(
+                f"transcript document: {_UNREPORTED} must be an int from 0 to the number "
+                f"of events; got {unreported!r}"
+            )
+        for index, event in enumerate(events[: len(events) - unreported]):
+            if (
+                isinstance(event, Mapping)
+                and event.get("kind") == "system_reminder"
+                and event.get("visibility") != "audit"
+            ):
+                try:
+                    Reminder.from_dict(event.get("reminder"))  # type: ignore[arg-type]
+                except ReminderError as exc:
+                    raise ReminderError(
+                        exc.code, f"events[{index}].reminder: {exc.message}"
+                    ) from None
         return cls.from_events(events, id=tid)
 
 
@@ -436,58 +452,14 @@ def _message_of(event: Mapping[str, Any], index: int) -> Message:
     return validate_message({"role": event.get("role"), "content": content}, f"events[{index}]")
 
 
-def _enum_or_default(enum: type[_E], value: object, default: _E) -> _E:
-    if isinstance(value, str):
-        try:
-            return enum(value)
-        except ValueError:
-            pass
-    return default
-
-
-def _lenient_dict(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """Coerce a reminder-like mapping into ``Reminder.to_dict()`` shape without raising."""
-    rid = payload.get("id")
-    tags = payload.get("tags")
-    key = payload.get("dedupe_key")
-    ttl = payload.get("ttl_turns")
-    turn = payload.get("fired_at_turn")
-    origin = payload.get("originating_agent_id")
-    body = payload.get("body")
-    out: dict[str, Any] = {
-        "id": rid if isinstance(rid, str) and rid.strip() else new_id(),
-        "body": body if isinstance(body, str) else "",
-        "tags": [t.strip() for t in tags if isinstance(t, str) and t.strip()]
-        if isinstance(tags, list)
-        else [],
-        "dedupe_key": key.strip() or None if isinstance(key, str) else None,
-        "ttl_turns": ttl if type(ttl) is int and ttl > 0 else None,
-        "preserve_on_compact": payload.get("preserve_on_compact") is True,
-        "propagate": _enum_or_default(Propagate, payload.get("propagate"), Propagate.SESSION).value,
-        "role_hint": _enum_or_default(RoleHint, payload.get("role_hint"), RoleHint.SYSTEM).value,
-        "authority": _enum_or_default(
-            Authority, payload.get("authority"), Authority.CONTRACT
-        ).value,
-        "source": _enum_or_default(Source, payload.get("source"), Source.IN_PIPELINE).value,
-        "fired_at_turn": turn if type(turn) is int and turn >= 0 else 0,
-        "originating_agent_id": origin if isinstance(origin, str) else None,
-    }
-    for optional in ("dedupe_key", "ttl_turns", "originating_agent_id"):
-        if out[optional] is None:
-            del out[optional]
-    return out
-
-
 def _lenient_reminder(payload: object) -> Reminder | None:
     """The reminder a ``system_reminder`` event carries, or ``None`` when it is unusable."""
     if not isinstance(payload, Mapping):
         return None
-    body = payload.get("body")
-    if not isinstance(body, str) or not body.strip():
+    try:
+        return Reminder(**lenient_values(payload))
+    except ReminderError:  # a blank body, or text that is not valid Unicode
         return None
-    data = _lenient_dict(payload)
-    data["tags"] = tuple(dict.fromkeys(data["tags"]))
-    return Reminder(**data)
 
 
 def _event_for(payload: dict[str, Any], event_id: str) -> dict[str, Any]:
@@ -518,5 +490,5 @@ def reminder_event(payload: Mapping[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(payload, Mapping):
         raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
-    data = _lenient_dict(payload)
+    data = lenient_dict(payload)
     return _event_for(data, f"evt-{data['id']}")

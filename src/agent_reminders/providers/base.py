@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._core.fields import OPTION_KEYS, check_unknown, option_defaults
+
 if TYPE_CHECKING:
     from ..config import ReminderOptions, Workspace
 
@@ -41,30 +43,26 @@ ProviderResult = Mapping[str, Any] | list[Mapping[str, Any]] | None
 
 
 def canonical_reminder(
-    provider_id: str,
-    body: str,
-    *,
-    ttl_turns: int | None,
-    tags: list[str] | None = None,
-    dedupe_key: str | None = None,
-    preserve_on_compact: bool = False,
-    propagate: str = "session",
-    role_hint: str = "system",
+    provider_id: str, body: str, *, ttl_turns: int | None, **options: Any
 ) -> dict[str, Any]:
     """The reminder mapping of a canonical provider, every lifecycle key explicit.
 
-    Defaults follow spec 02 §6: tags ``[provider_id]``, dedupe key ``provider_id``, role hint
-    ``system``, authority ``contract``, propagate ``session``.
+    ``options`` are further strict reminder options (``tags``, ``dedupe_key``,
+    ``preserve_on_compact``, ``propagate``, ``role_hint``); the rest take the defaults of the
+    field table, except those of spec 02 §6: tags ``[provider_id]`` and dedupe key
+    ``provider_id``. The lifetime (``ttl_turns``) is always the provider's explicit choice.
+
+    Raises:
+        ReminderError: ``RMD-001`` for a key that is not a reminder option.
     """
+    check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
     return {
         "body": body,
-        "tags": list(tags) if tags is not None else [provider_id],
-        "dedupe_key": dedupe_key or provider_id,
+        **option_defaults(),
+        "tags": [provider_id],
+        "dedupe_key": provider_id,
+        **options,
         "ttl_turns": ttl_turns,
-        "preserve_on_compact": preserve_on_compact,
-        "propagate": propagate,
-        "role_hint": role_hint,
-        "authority": "contract",
     }
 
 

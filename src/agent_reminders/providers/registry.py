@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._core.errors import ConfigError, Diagnostic, ReminderError
-from .._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
+from .._core.fields import OPTION_KEYS, ParsedOptions, check_unknown, parse_reminder_options
 from ..config import ReminderOptions, _parse, reminder_config_problems
 from . import (
     grounded_review,
@@ -41,6 +41,7 @@ CANONICAL_PROVIDERS: tuple[ProviderSpec, ...] = (
     grounded_review.PROVIDER,
 )
 _CANONICAL_IDS = frozenset(p.id for p in CANONICAL_PROVIDERS)
+_WRAPPER_KEYS = frozenset({"reminder"})
 
 
 class ProviderRegistry:
@@ -218,11 +219,7 @@ def lint_agent_options(
 def _as_options(item: object, provider_id: str) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
         if "reminder" in item:
-            extra = sorted(str(k) for k in item if k != "reminder")
-            if extra:
-                raise ReminderError(
-                    "RMD-001", f"unknown option(s): {', '.join(extra)} (provider {provider_id!r})"
-                )
+            check_unknown(item, _WRAPPER_KEYS, where=f" (provider {provider_id!r})")
             inner = item["reminder"]
             if not isinstance(inner, Mapping):
                 raise ReminderError(
@@ -251,11 +248,8 @@ def normalize_results(result: object, provider_id: str) -> list[ParsedOptions]:
     parsed: list[ParsedOptions] = []
     for item in items:
         options = _as_options(item, provider_id)
-        unknown = sorted(str(k) for k in options if k not in OPTION_KEYS)
-        if unknown:
-            raise ReminderError(
-                "RMD-001", f"unknown option(s): {', '.join(unknown)} (provider {provider_id!r})"
-            )
+        # unknown keys stay RMD-001; every other malformation becomes RMD-006 below
+        check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
         try:
             parsed.append(parse_reminder_options(options))
         except ReminderError as exc:
