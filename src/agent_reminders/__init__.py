@@ -33,7 +33,7 @@ from ._core.errors import (
 )
 from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
 from ._core.fields import lint_reminder_options
-from ._core.ids import new_id
+from ._core.ids import UUID7Factory, new_id
 from ._core.lifecycle import (
     Cleared,
     Compacted,
@@ -116,6 +116,7 @@ __all__ = [
     "ToolReceipt",
     "ToolResult",
     "Transcript",
+    "UUID7Factory",
     "Usage",
     "Workspace",
     "__version__",

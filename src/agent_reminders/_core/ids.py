@@ -8,33 +8,51 @@ import time
 import uuid
 from collections.abc import Callable
 
-__all__ = ["IdFactory", "new_id"]
+__all__ = ["IdFactory", "UUID7Factory", "new_id"]
 
 IdFactory = Callable[[], str]
 
-_lock = threading.Lock()
-_last_ms = 0
-_counter = 0
+
+class UUID7Factory:
+    """Makes UUIDv7 strings; ids made later by one factory sort later.
+
+    Within one millisecond a 12-bit counter (seeded randomly) keeps the order; if it overflows,
+    the timestamp is advanced by one millisecond, as RFC 9562 §6.2 allows. ``clock`` returns
+    nanoseconds since the epoch (default :func:`time.time_ns`); inject one in tests.
+
+    Example:
+        >>> make = UUID7Factory(clock=lambda: 1_800_000_000_000_000_000)
+        >>> a, b = make(), make()
+        >>> a < b
+        True
+    """
+
+    def __init__(self, *, clock: Callable[[], int] = time.time_ns) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last_ms = 0
+        self._counter = 0
+
+    def __call__(self) -> str:
+        with self._lock:
+            now = self._clock() // 1_000_000
+            if now > self._last_ms:
+                self._last_ms = now
+                self._counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
+            else:
+                self._counter += 1
+                if self._counter > 0xFFF:
+                    self._last_ms += 1
+                    self._counter = 0
+            ms, counter = self._last_ms, self._counter
+        rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+        value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand
+        return str(uuid.UUID(int=value))
+
+
+_default = UUID7Factory()
 
 
 def new_id() -> str:
-    """Return a new UUIDv7 string; ids made later in the same process sort later.
-
-    Within one millisecond a 12-bit counter (seeded randomly) keeps the order; if it overflows,
-    the timestamp is advanced by one millisecond, as RFC 9562 §6.2 allows.
-    """
-    global _last_ms, _counter
-    with _lock:
-        now = time.time_ns() // 1_000_000
-        if now > _last_ms:
-            _last_ms = now
-            _counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
-        else:
-            _counter += 1
-            if _counter > 0xFFF:
-                _last_ms += 1
-                _counter = 0
-        ms, counter = _last_ms, _counter
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand
-    return str(uuid.UUID(int=value))
+    """Return a new UUIDv7 string from the process-wide factory (ids made later sort later)."""
+    return _default()

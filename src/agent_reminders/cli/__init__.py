@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 
 from .._core.errors import explain as _explain
 from .._version import __version__
-from ._common import handle_errors, state
+from .common import handle_errors, state
 from .facts import facts_app
 
 __all__ = ["app", "main"]

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..facts import DEFAULT_NAMESPACE, Fact, FactStore
 from ..providers.project_facts import DEFAULT_PATH
-from ._common import emit_json, fail, handle_errors, is_terminal
+from .common import emit_json, fail, handle_errors, is_terminal
 
 __all__ = ["facts_app"]
 

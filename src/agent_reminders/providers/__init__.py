@@ -1,5 +1,9 @@
-"""Reminder providers: the registry, the evaluation context and the canonical providers."""
+"""Reminder providers: the registry, the evaluation context and the canonical providers.
 
+``parse_reminder_options`` validates what a provider returns (strict options, spec 01 §3).
+"""
+
+from .._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
 from .base import EVENTS, FireResult, ProviderContext, ProviderSpec, normalize_event
 from .fire import FirePolicy, ProviderState
 from .registry import CANONICAL_PROVIDERS, ProviderRegistry, lint_agent_options
@@ -9,10 +13,13 @@ __all__ = [
     "EVENTS",
     "FirePolicy",
     "FireResult",
+    "OPTION_KEYS",
+    "ParsedOptions",
     "ProviderContext",
     "ProviderRegistry",
     "ProviderSpec",
     "ProviderState",
     "lint_agent_options",
     "normalize_event",
+    "parse_reminder_options",
 ]

@@ -9,7 +9,7 @@ import pytest
 
 from agent_reminders import Reminder, neutralize_untrusted, render_envelope
 
-CORPUS_PATH = Path(__file__).parent / "fixtures" / "forged_tags.txt"
+CORPUS_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "forged_tags.txt"
 
 # Independent detectors (not the implementation's regex).
 # live_tag_starts: tag starts named exactly like an envelope element (spec 01 §7).

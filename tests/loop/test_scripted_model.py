@@ -14,7 +14,7 @@ import pytest
 from agent_reminders import ModelRequest, ModelResponse, Tool, Usage, agent_loop
 from agent_reminders.testing import ScriptedModel, ScriptExhaustedError
 
-SCRIPTS = Path(__file__).parent / "fixtures" / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "scripts"
 
 
 @pytest.fixture

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
-from agent_reminders import new_id
-from agent_reminders._core import ids as _ids
+from agent_reminders import UUID7Factory, new_id
 
 
 def test_ids_are_uuid7_and_sorted() -> None:
@@ -18,11 +15,10 @@ def test_ids_are_uuid7_and_sorted() -> None:
     assert {uuid.UUID(i).variant for i in ids} == {uuid.RFC_4122}
 
 
-def test_counter_overflow_advances_the_timestamp(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_counter_overflow_advances_the_timestamp() -> None:
     frozen = 1_800_000_000_000 * 1_000_000  # a fixed clock: every id in the same millisecond
-    monkeypatch.setattr(_ids.time, "time_ns", lambda: frozen)
-    monkeypatch.setattr(_ids, "_last_ms", 0)
-    ids = [new_id() for _ in range(5000)]  # more than the 12-bit counter holds
+    make = UUID7Factory(clock=lambda: frozen)
+    ids = [make() for _ in range(5000)]  # more than the 12-bit counter holds
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
     stamps = {uuid.UUID(i).int >> 80 for i in ids}

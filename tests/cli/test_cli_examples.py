@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from agent_reminders import __version__, explain
 from agent_reminders.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-import agent_reminders.cli._common as cli_common
+import agent_reminders.cli.common as cli_common
 import agent_reminders.cli.facts as cli_facts
 from agent_reminders import explain
 from agent_reminders.cli import app

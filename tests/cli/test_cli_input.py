@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-import agent_reminders.cli._common as cli_common
+import agent_reminders.cli.common as cli_common
 import agent_reminders.cli.facts as cli_facts
 from agent_reminders import FactError, __version__
 from agent_reminders.cli import app

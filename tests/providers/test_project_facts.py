@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from agent_reminders import Authority, Propagate, RoleHint, Session, Source
-from agent_reminders._core.fields import parse_reminder_options
 from agent_reminders.config import ReminderOptions
 from agent_reminders.facts import FactStore
-from agent_reminders.providers import CANONICAL_PROVIDERS
+from agent_reminders.providers import CANONICAL_PROVIDERS, parse_reminder_options
 from agent_reminders.providers import project_facts as pf
 from agent_reminders.providers.base import ProviderContext
 

@@ -35,7 +35,7 @@ from agent_reminders.generators import (
 )
 
 PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "mcp_tools_delta.py"
 
 T, F = True, False

@@ -132,3 +132,14 @@ def test_no_module_uses_another_modules_private_members() -> None:
                 where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
                 offenders.append(f"{where} {ast.unparse(node)}")
     assert offenders == []
+
+
+def test_no_test_imports_a_private_module() -> None:
+    tests = Path(__file__).resolve().parents[1]
+    offenders = []
+    for path in sorted(tests.rglob("*.py")):
+        for _, module in _imports(path):
+            parts = module.split(".")
+            if parts[0] == "agent_reminders" and any(p.startswith("_") for p in parts[1:]):
+                offenders.append(f"{path.relative_to(tests)}: {module}")
+    assert offenders == []

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from agent_reminders._core.fields import parse_reminder_options
 from agent_reminders.config import ReminderOptions, Workspace
 from agent_reminders.providers import (
     idle_nudge,
+    parse_reminder_options,
     post_compact_recap,
     resume_continuity,
     token_pressure,

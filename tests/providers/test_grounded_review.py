@@ -10,12 +10,12 @@ from typing import Any, NamedTuple
 import pytest
 
 from agent_reminders import Authority, Propagate, RoleHint
-from agent_reminders._core.fields import OPTION_KEYS, parse_reminder_options
 from agent_reminders.config import ReminderOptions
+from agent_reminders.providers import OPTION_KEYS, parse_reminder_options
 from agent_reminders.providers.base import ProviderContext
 from agent_reminders.providers.grounded_review import PROVIDER, evaluate
 
-FIXTURES = Path(__file__).parent / "fixtures" / "verifier_output"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "verifier_output"
 ALL_FIXTURES = sorted(p.name for p in FIXTURES.iterdir() if p.is_file())
 
 
