@@ -12,6 +12,7 @@ __all__ = [
     "Diagnostic",
     "FactError",
     "MessageError",
+    "ModelError",
     "ProviderSkippedError",
     "QueueError",
     "ReminderError",
@@ -138,6 +139,14 @@ CODES: dict[str, tuple[str, str]] = {
         "event. The provider_evaluated event carries the error; the agent goes on without that "
         "provider's reminder. Fix the path or the file named in the message.",
     ),
+    "RMD-108": (
+        "model backend error",
+        "A model backend (OpenAI, Anthropic, an OpenAI-compatible server) failed after the "
+        "SDK's own retries and timeout: the message names the provider, the HTTP status and "
+        "what the server said (or that no response arrived). Check the model name, the base "
+        "URL, the API key in the environment and the server's logs; raise max_retries or "
+        "timeout on the client for a flaky network.",
+    ),
 }
 
 
@@ -252,6 +261,34 @@ class ProviderSkippedError(AgentRemindersError, RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__("RMD-107", message)
+
+
+class ModelError(AgentRemindersError, RuntimeError):
+    """A model backend failed after the SDK's own retries (``RMD-108``).
+
+    Attributes:
+        provider: ``"openai"``, ``"anthropic"`` …
+        status: The HTTP status code, or ``None`` when no response arrived (connection,
+            timeout).
+        server_message: What the server said, when it said something.
+    """
+
+    provider: str
+    status: int | None
+    server_message: str | None
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        server_message: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.server_message = server_message
+        super().__init__("RMD-108", message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import typer
 
+from .._core.errors import AgentRemindersError
+
 __all__ = ["emit_json", "fail", "handle_errors", "is_terminal", "state"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,7 +42,7 @@ def handle_errors(fn: F) -> F:
         except Exception as exc:
             if state.debug:
                 raise
-            if isinstance(exc, ValueError | KeyError | OSError):
+            if isinstance(exc, AgentRemindersError | ValueError | KeyError | OSError):
                 text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
                 raise fail(str(text)) from None
             raise fail(
