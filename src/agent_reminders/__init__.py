@@ -30,6 +30,7 @@ from ._core.errors import (
     ReminderError,
     ScriptError,
     StateError,
+    StoreError,
     explain,
 )
 from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
@@ -113,6 +114,7 @@ __all__ = [
     "SessionState",
     "Source",
     "StateError",
+    "StoreError",
     "Tool",
     "ToolCall",
     "ToolReceipt",

@@ -19,6 +19,7 @@ __all__ = [
     "ScriptError",
     "Severity",
     "StateError",
+    "StoreError",
     "explain",
 ]
 
@@ -146,6 +147,14 @@ CODES: dict[str, tuple[str, str]] = {
         "what the server said (or that no response arrived). Check the model name, the base "
         "URL, the API key in the environment and the server's logs; raise max_retries or "
         "timeout on the client for a flaky network.",
+    ),
+    "RMD-109": (
+        "store cannot be used",
+        "A session store (SQLite file, Redis server) cannot be opened or used: the file is not "
+        "a database, belongs to another program, was written by a newer version of this "
+        "library, or the server cannot be reached. The message names the file or the URL. The "
+        "store is never changed or reset by this error; point the command at the right file or "
+        "move the foreign one away.",
     ),
 }
 
@@ -289,6 +298,15 @@ class ModelError(AgentRemindersError, RuntimeError):
         self.status = status
         self.server_message = server_message
         super().__init__("RMD-108", message)
+
+
+class StoreError(AgentRemindersError, RuntimeError):
+    """A store cannot be opened or used: a corrupt or foreign file, a schema from a newer
+    version, an unreachable server (``RMD-109``). The message names the file or URL; the
+    store is left unchanged."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("RMD-109", message)
 
 
 @dataclass(frozen=True, slots=True)
