@@ -34,6 +34,7 @@ PUBLIC_MODULES = [
     "agent_reminders.providers",
     "agent_reminders.queue",
     "agent_reminders.session",
+    "agent_reminders.storage",
     "agent_reminders.testing",
 ]
 

@@ -1,0 +1,44 @@
+"""Stores (spec 06): what a session needs to survive a restart and to be shared between
+processes — session records, the injection queue and the event log — behind one async
+``Store`` protocol.
+
+Not imported by ``import agent_reminders`` (it loads ``sqlite3`` and ``anyio``).
+
+Example:
+    >>> import anyio
+    >>> from agent_reminders import InjectionQueue, Session
+    >>> async def main():
+    ...     async with await open_store("memory:") as store:
+    ...         await store.create_session(Session(session_id="s1").state())
+    ...         queue = InjectionQueue()
+    ...         queue.remind({"body": "CI is red"}, mode="interrupt")
+    ...         await store.enqueue("s1", queue.state().items[0])
+    ...         return [i.payload["body"] for i in await store.drain("s1", ["interrupt_immediate"])]
+    >>> anyio.run(main)
+    ['CI is red']
+"""
+
+from .base import (
+    RevokeStatus,
+    SessionExistsError,
+    SessionInfo,
+    Store,
+    UnknownSessionError,
+    open_store,
+)
+from .memory import MemoryData, MemoryStore
+from .sqlite import SCHEMA_VERSION, SQLiteStore, Synchronous
+
+__all__ = [
+    "MemoryData",
+    "MemoryStore",
+    "RevokeStatus",
+    "SCHEMA_VERSION",
+    "SQLiteStore",
+    "SessionExistsError",
+    "SessionInfo",
+    "Store",
+    "Synchronous",
+    "UnknownSessionError",
+    "open_store",
+]

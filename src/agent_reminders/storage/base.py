@@ -1,0 +1,256 @@
+"""The ``Store`` protocol (spec 06 §1): what a session needs to survive a restart and to be
+shared between processes — session records, the injection queue, the event log.
+
+Every backend (``MemoryStore``, ``SQLiteStore``, later ``RedisStore``) implements the same
+async methods with the same results and errors; ``agent_reminders.testing.store_contract``
+checks that, unchanged, against each of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from .._core.errors import ConfigError, QueueError, StoreError
+from .._core.events import EventRecord
+from .._core.records import DeliveryMode, Message, Reminder
+from ..queue import QueueItem
+from ..state import SessionState
+
+__all__ = [
+    "RevokeStatus",
+    "SessionExistsError",
+    "SessionInfo",
+    "Store",
+    "UnknownSessionError",
+    "open_store",
+]
+
+RevokeStatus = Literal["revoked", "already_revoked"]
+
+
+class UnknownSessionError(QueueError, LookupError):
+    """The store holds no session with this id (``RMD-102``, ``reason`` ``unknown_session``).
+
+    Raised by every method that needs an existing session; ``load_session`` returns ``None``
+    instead. The bridge answers it with ``-32004`` ``Session not found``.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            "unknown_session",
+            f"no session {session_id!r} in this store; create it first (create_session)",
+        )
+
+
+class SessionExistsError(QueueError):
+    """``create_session`` for an id the store already holds (``RMD-102``,
+    ``reason`` ``session_exists``); save later turns with ``save_session``."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            "session_exists",
+            f"session {session_id!r} already exists in this store; save later turns with "
+            "save_session, or load it with load_session",
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionInfo:
+    """One row of ``list_sessions``.
+
+    Attributes:
+        session_id: The session's id.
+        created_at: When ``create_session`` stored it (seconds since the epoch).
+        updated_at: The last activity: any write to the session, its queue or its events.
+        turn: The ``turn`` of the last saved state.
+        message_count: How many transcript messages are stored.
+    """
+
+    session_id: str
+    created_at: float
+    updated_at: float
+    turn: int
+    message_count: int
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The async store protocol every backend implements (spec 06 §1).
+
+    Session records:
+
+    - ``create_session(state)`` stores a new session (its queue too);
+      :class:`SessionExistsError` when the id is taken.
+    - ``load_session(session_id)`` → the ``SessionState``, or ``None`` when unknown. Its
+      ``queue`` is the store's queue: pending items (FIFO), delivered and revoked ids.
+    - ``save_session(state)`` writes one turn in one transaction: new messages are appended
+      (a history rewritten by compaction is replaced), the rest of the state is replaced, and
+      the state's queue is *merged* into the store's: items the store lacks are appended, ids
+      the state delivered or revoked are marked so; items queued meanwhile by another process
+      are kept.
+    - ``append_messages(session_id, messages)`` and ``save_reminders(session_id, reminders)``
+      are the two halves of a turn for callers that keep no ``SessionState``; each commits
+      atomically.
+    - ``list_sessions()`` (most recent activity first) and ``latest_session()`` (its id, for
+      ``--session latest``).
+
+    The injection queue (spec 04 §3, 02 §4), with the rules of ``InjectionQueue``:
+
+    - ``enqueue(session_id, item, *, max_pending=None)`` → the item's id, durable when it
+      returns; an id already used in the session (pending, delivered or revoked) is
+      ``ReminderError`` ``RMD-002``; ``max_pending`` items already pending is ``QueueError``
+      ``queue_full``.
+    - ``pending(session_id)`` → the rows of 04 §3, FIFO, ``position`` from 0.
+    - ``drain(session_id, modes)`` → the pending items of those modes, FIFO, marked delivered
+      atomically: each item is returned by exactly one call, whatever the concurrency.
+    - ``revoke(session_id, reminder_id)`` → ``"revoked"`` | ``"already_revoked"``;
+      ``QueueError`` with ``reason`` ``already_delivered``, ``unknown_reminder_id`` or
+      ``missing_reminder_id``.
+    - ``wait_for_items(session_id, timeout, *, modes=None)`` → ``True`` as soon as something
+      (of those modes) is pending, ``False`` after ``timeout`` seconds.
+
+    The event log: ``append_events(session_id, records)`` stores records under the store's
+    own per-session ``seq`` (1, 2, …) and returns them so numbered;
+    ``read_events(session_id, *, after_seq=0, kind_prefix="")`` reads them back in order.
+
+    ``close()`` releases the store; any later call raises ``StoreError``. Stores are async
+    context managers (``async with``) that close on exit.
+    """
+
+    async def create_session(self, state: SessionState) -> None:
+        """Store a new session."""
+        ...
+
+    async def load_session(self, session_id: str) -> SessionState | None:
+        """The stored session, or ``None``."""
+        ...
+
+    async def save_session(self, state: SessionState) -> None:
+        """Write one turn of an existing session atomically."""
+        ...
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Append transcript messages to a stored session."""
+        ...
+
+    async def save_reminders(self, session_id: str, reminders: Sequence[Reminder]) -> None:
+        """Replace a stored session's pending reminders."""
+        ...
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every stored session, most recent activity first."""
+        ...
+
+    async def latest_session(self) -> str | None:
+        """The id of the session with the most recent activity, or ``None``."""
+        ...
+
+    async def enqueue(
+        self, session_id: str, item: QueueItem, *, max_pending: int | None = None
+    ) -> str:
+        """Queue a validated item; returns its id once it is durable."""
+        ...
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The pending rows of 04 §3, FIFO."""
+        ...
+
+    async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
+        """Take the pending items of ``modes`` (FIFO) and mark them delivered, atomically."""
+        ...
+
+    async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
+        """Revoke a queued reminder."""
+        ...
+
+    async def wait_for_items(
+        self,
+        session_id: str,
+        timeout: float,
+        *,
+        modes: Iterable[DeliveryMode | str] | None = None,
+    ) -> bool:
+        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds."""
+        ...
+
+    async def append_events(
+        self, session_id: str, records: Iterable[EventRecord]
+    ) -> list[EventRecord]:
+        """Append event records; returns them with the store's ``seq``."""
+        ...
+
+    async def read_events(
+        self, session_id: str, *, after_seq: int = 0, kind_prefix: str = ""
+    ) -> list[EventRecord]:
+        """The records after ``after_seq`` whose kind starts with ``kind_prefix``."""
+        ...
+
+    async def close(self) -> None:
+        """Release the store."""
+        ...
+
+    async def __aenter__(self) -> Store:
+        """The store itself."""
+        ...
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the store."""
+        ...
+
+
+async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
+    """Open a store from a URL, off the event loop; ``options`` go to the backend.
+
+    - ``memory:`` → :class:`~agent_reminders.storage.MemoryStore`;
+    - ``sqlite:PATH`` (``sqlite:///abs/path`` also works) or a plain path →
+      :class:`~agent_reminders.storage.SQLiteStore` (``synchronous="FULL"`` …), opened and
+      migrated before this returns;
+    - ``redis://…`` / ``rediss://…`` → ``StoreError``: the Redis backend is not in this
+      version.
+
+    Raises:
+        StoreError: ``RMD-109`` — the store cannot be opened (naming the file or URL).
+        ConfigError: ``RMD-104`` — an empty URL or an unknown scheme.
+
+    Example:
+        >>> import anyio
+        >>> async def main():
+        ...     async with await open_store("memory:") as store:
+        ...         return await store.latest_session()
+        >>> anyio.run(main) is None
+        True
+    """
+    text = os.fspath(url)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"a store URL must be a non-blank string; got {url!r}")
+    scheme, sep, rest = text.partition(":")
+    if sep and scheme in ("redis", "rediss"):
+        raise StoreError(
+            f"{text}: a redis:// store needs the Redis backend, which this version of "
+            "agent-reminders does not include yet; use sqlite:PATH or memory:"
+        )
+    if text == "memory:":
+        from .memory import MemoryStore
+
+        return MemoryStore(**options)
+    if sep and scheme == "sqlite":
+        path = rest[2:] if rest.startswith("//") else rest
+    elif sep and len(scheme) > 1 and scheme.replace("+", "").isalnum():
+        raise ConfigError(
+            f"unknown store URL scheme {scheme!r} in {text!r}; use memory:, sqlite:PATH or "
+            "redis://HOST"
+        )
+    else:
+        path = text  # a plain path (``C:\\x`` has a one-letter drive, not a scheme)
+    if not path:
+        raise ConfigError(f"{text!r}: sqlite: needs a file path (sqlite:PATH)")
+    import anyio.to_thread
+
+    from .sqlite import SQLiteStore
+
+    return await anyio.to_thread.run_sync(lambda: SQLiteStore(path, **options))

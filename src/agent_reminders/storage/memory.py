@@ -1,0 +1,329 @@
+"""``MemoryStore``: the ``Store`` protocol in process memory, for tests and scripts.
+
+It keeps the same JSON texts a durable backend writes and reads them back with the same
+strict readers, so a test that passes on it says something about ``SQLiteStore`` too.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._core.errors import StateError, StoreError
+from .._core.events import EventRecord
+from .._core.records import DeliveryMode, Message, Reminder
+from ..queue import QueueItem
+from ..state import SessionState
+from . import _codec as codec
+from ._wake import Waiters
+from .base import RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+
+__all__ = ["MemoryData", "MemoryStore"]
+
+
+@dataclass
+class _Session:
+    head: str
+    messages: list[str]
+    digest: str
+    turn: int
+    created_at: float
+    updated_at: float = 0.0
+    touched: int = 0
+    # insertion order is FIFO order; a row changes status in place
+    queue: dict[str, codec.QueueRow] = field(default_factory=dict)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+class MemoryData:
+    """The sessions of one in-memory "database", shared by every ``MemoryStore`` opened on
+    it — two handles on one ``MemoryData`` behave like two processes on one SQLite file.
+
+    Example:
+        >>> data = MemoryData()
+        >>> first, second = MemoryStore(data=data), MemoryStore(data=data)
+        >>> first.data is second.data
+        True
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sessions: dict[str, _Session] = {}
+        self.activity = 0
+        self.waiters = Waiters()
+
+
+class MemoryStore:
+    """The ``Store`` protocol in memory (nothing survives the process).
+
+    Args:
+        data: The sessions to work on; a fresh ``MemoryData`` by default. Closing a store
+            leaves its data to the other stores opened on it.
+        clock: Seconds since the epoch, for ``created_at``/``updated_at``.
+        poll_interval: How often ``wait_for_items`` looks when it cannot be woken (items
+            queued from another thread).
+
+    Example:
+        >>> import anyio
+        >>> from agent_reminders import Session
+        >>> async def main():
+        ...     async with MemoryStore() as store:
+        ...         await store.create_session(Session(session_id="s1").state())
+        ...         return await store.latest_session()
+        >>> anyio.run(main)
+        's1'
+    """
+
+    def __init__(
+        self,
+        *,
+        data: MemoryData | None = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = 0.05,
+    ) -> None:
+        if data is not None and not isinstance(data, MemoryData):
+            raise TypeError(f"data must be a MemoryData, not {type(data).__name__}")
+        self.data = data if data is not None else MemoryData()
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(sessions={len(self.data.sessions)}, closed={self.closed})"
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close this handle (idempotent); the data stays for other handles."""
+        self.closed = True
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _open(self) -> MemoryData:
+        if self.closed:
+            raise StoreError("memory: this store is closed")
+        return self.data
+
+    def _session(self, session_id: str) -> _Session:
+        record = self.data.sessions.get(codec.check_session_id(session_id))
+        if record is None:
+            raise UnknownSessionError(session_id)
+        return record
+
+    def _touch(self, record: _Session) -> None:
+        self.data.activity += 1
+        record.touched = self.data.activity
+        record.updated_at = self.clock()
+
+    # -- session records --------------------------------------------------------------------
+
+    async def create_session(self, state: SessionState) -> None:
+        """Store a new session (see ``Store``)."""
+        parts = codec.split_state(state)
+        rows = codec.state_rows(parts.queue)
+        data = self._open()
+        with data.lock:
+            if parts.session_id in data.sessions:
+                raise SessionExistsError(parts.session_id)
+            record = _Session(
+                head=parts.head,
+                messages=list(parts.messages),
+                digest=codec.chain(codec.EMPTY_DIGEST, parts.messages),
+                turn=parts.turn,
+                created_at=self.clock(),
+                queue={row.id: row for row in rows},
+            )
+            self._touch(record)
+            data.sessions[parts.session_id] = record
+        data.waiters.notify(parts.session_id)
+
+    async def load_session(self, session_id: str) -> SessionState | None:
+        """The stored session, or ``None`` (see ``Store``)."""
+        data = self._open()
+        with data.lock:
+            record = data.sessions.get(codec.check_session_id(session_id))
+            if record is None:
+                return None
+            head, messages, rows = record.head, list(record.messages), list(record.queue.values())
+        try:
+            return codec.join_state(head, messages, rows)
+        except StateError as exc:
+            raise StoreError(f"memory: session {session_id!r} cannot be read: {exc}") from None
+
+    async def save_session(self, state: SessionState) -> None:
+        """Write one turn atomically (see ``Store``)."""
+        parts = codec.split_state(state)
+        incoming = codec.state_rows(parts.queue)
+        data = self._open()
+        with data.lock:
+            record = self._session(parts.session_id)
+            stored = len(record.messages)
+            if stored <= len(parts.messages) and (
+                codec.chain(codec.EMPTY_DIGEST, parts.messages[:stored]) == record.digest
+            ):
+                record.messages.extend(parts.messages[stored:])
+            else:  # compaction rewrote the history
+                record.messages = list(parts.messages)
+            record.digest = codec.chain(codec.EMPTY_DIGEST, record.messages)
+            record.head, record.turn = parts.head, parts.turn
+            _merge_queue(record.queue, incoming)
+            self._touch(record)
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Append transcript messages (see ``Store``)."""
+        data = self._open()
+        with data.lock:
+            record = self._session(session_id)
+            rows = codec.message_rows(messages, len(record.messages))
+            record.messages.extend(rows)
+            record.digest = codec.chain(record.digest, rows)
+            self._touch(record)
+
+    async def save_reminders(self, session_id: str, reminders: Sequence[Reminder]) -> None:
+        """Replace the pending reminders (see ``Store``)."""
+        data = self._open()
+        with data.lock:
+            record = self._session(session_id)
+            record.head = codec.head_with_reminders(record.head, reminders)
+            self._touch(record)
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session, most recent activity first."""
+        data = self._open()
+        with data.lock:
+            records = sorted(data.sessions.items(), key=lambda kv: -kv[1].touched)
+            return [
+                SessionInfo(
+                    session_id=sid,
+                    created_at=r.created_at,
+                    updated_at=r.updated_at,
+                    turn=r.turn,
+                    message_count=len(r.messages),
+                )
+                for sid, r in records
+            ]
+
+    async def latest_session(self) -> str | None:
+        """The id of the most recently active session, or ``None``."""
+        sessions = await self.list_sessions()
+        return sessions[0].session_id if sessions else None
+
+    # -- the injection queue ----------------------------------------------------------------
+
+    async def enqueue(
+        self, session_id: str, item: QueueItem, *, max_pending: int | None = None
+    ) -> str:
+        """Queue a validated item (see ``Store``)."""
+        row = codec.item_row(item)
+        limit = codec.check_max_pending(max_pending)
+        data = self._open()
+        with data.lock:
+            record = self._session(session_id)
+            if row.id in record.queue:
+                raise codec.duplicate_id(row.id)
+            if limit is not None:
+                waiting = sum(1 for r in record.queue.values() if r.status == "pending")
+                if waiting >= limit:
+                    raise codec.queue_full(limit)
+            record.queue[row.id] = row
+            self._touch(record)
+        data.waiters.notify(session_id)
+        return row.id
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The pending rows of 04 §3, FIFO."""
+        data = self._open()
+        with data.lock:
+            rows = [r for r in self._session(session_id).queue.values() if r.status == "pending"]
+        return codec.pending_rows([r.item() for r in rows])
+
+    async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
+        """Take the pending items of ``modes`` and mark them delivered, atomically."""
+        wanted = codec.check_modes(modes)
+        data = self._open()
+        with data.lock:
+            record = self._session(session_id)
+            taken = [r for r in record.queue.values() if r.status == "pending" and r.mode in wanted]
+            for row in taken:
+                record.queue[row.id] = codec.QueueRow(id=row.id, status="delivered")
+            if taken:
+                self._touch(record)
+        return [row.item() for row in taken]
+
+    async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
+        """Revoke a queued reminder (see ``Store``)."""
+        data = self._open()
+        with data.lock:
+            record = self._session(session_id)
+            rid = codec.check_revoke_id(reminder_id)
+            status = codec.revoke_status(record.queue.get(rid), rid)
+            if status == "revoked":
+                record.queue[rid] = codec.QueueRow(id=rid, status="revoked")
+                self._touch(record)
+            return status
+
+    async def wait_for_items(
+        self,
+        session_id: str,
+        timeout: float,
+        *,
+        modes: Iterable[DeliveryMode | str] | None = None,
+    ) -> bool:
+        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds."""
+        wanted = None if modes is None else codec.check_modes(modes)
+        data = self._open()
+
+        async def check() -> bool:
+            with data.lock:
+                record = self._session(session_id)
+                return any(
+                    r.status == "pending" and (wanted is None or r.mode in wanted)
+                    for r in record.queue.values()
+                )
+
+        return await data.waiters.wait(session_id, timeout, check, poll=self.poll_interval)
+
+    # -- the event log ----------------------------------------------------------------------
+
+    async def append_events(
+        self, session_id: str, records: Iterable[EventRecord]
+    ) -> list[EventRecord]:
+        """Append records under the store's own ``seq`` (see ``Store``)."""
+        encoded = [codec.encode_event(r) for r in records]
+        data = self._open()
+        with data.lock:
+            record = self._session(session_id)
+            start = len(record.events)
+            record.events.extend(encoded)
+            if encoded:
+                self._touch(record)
+        return [codec.decode_event(start + i + 1, *e) for i, e in enumerate(encoded)]
+
+    async def read_events(
+        self, session_id: str, *, after_seq: int = 0, kind_prefix: str = ""
+    ) -> list[EventRecord]:
+        """The records after ``after_seq`` whose kind starts with ``kind_prefix``."""
+        after, prefix = codec.check_read_args(after_seq, kind_prefix)
+        data = self._open()
+        with data.lock:
+            events = self._session(session_id).events[after:]
+        return [
+            codec.decode_event(after + i + 1, *e)
+            for i, e in enumerate(events)
+            if e[1].startswith(prefix)
+        ]
+
+
+def _merge_queue(queue: dict[str, codec.QueueRow], incoming: list[codec.QueueRow]) -> None:
+    for row in incoming:
+        current = queue.get(row.id)
+        merged = codec.merge_row(current, row)
+        if merged is not None:
+            queue[row.id] = merged

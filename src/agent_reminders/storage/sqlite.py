@@ -1,0 +1,711 @@
+"""``SQLiteStore``: the embedded durable ``Store`` (spec 06 §1 and §2).
+
+One file in WAL mode, one connection per store object guarded by a lock, every call run in a
+worker thread (``anyio.to_thread``) so the event loop never blocks on disk. Each public
+method is one transaction; the writes of a turn (``save_session``) and an acknowledged
+``enqueue`` are committed before the call returns. Several store objects — in several
+threads or processes — may share one file: writers take SQLite's write lock up front
+(``BEGIN IMMEDIATE``), so a drain is atomic across all of them.
+
+A file that is not this store — random bytes, another program's database, a directory, a
+schema from a newer version — is refused with one ``StoreError`` naming it, before anything
+is written: the file keeps its bytes (WAL is switched on only once the file is recognised).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio.to_thread
+
+from .._core.errors import AgentRemindersError, ConfigError, StateError, StoreError
+from .._core.events import EventRecord
+from .._core.records import DeliveryMode, Message, Reminder
+from ..queue import QueueItem
+from ..state import SessionState
+from . import _codec as codec
+from ._wake import Waiters
+from .base import RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+
+__all__ = ["MIGRATIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "SQLiteStore", "Synchronous"]
+
+T = TypeVar("T")
+Synchronous = Literal["NORMAL", "FULL"]
+
+SCHEMA_NAME = "agent-reminders.store"
+_MAGIC = b"SQLite format 3\x00"
+
+# MIGRATIONS[n] takes a file from schema version n to n + 1 (0 = an empty file). Append new
+# steps; never edit a released one. Each step runs in one transaction with the version bump.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            touched INTEGER NOT NULL,
+            turn INTEGER NOT NULL,
+            head TEXT NOT NULL,
+            message_count INTEGER NOT NULL,
+            digest TEXT NOT NULL
+        )""",
+        "CREATE INDEX sessions_by_activity ON sessions (touched)",
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            position INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            PRIMARY KEY (session_id, position)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            item_id TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'revoked')),
+            kind TEXT,
+            mode TEXT,
+            payload TEXT,
+            UNIQUE (session_id, item_id)
+        )""",
+        "CREATE INDEX queue_by_status ON queue (session_id, status, seq)",
+        """CREATE TABLE events (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            seq INTEGER NOT NULL,
+            topic TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_TOUCH = (
+    "UPDATE sessions SET updated_at = ?, "
+    "touched = (SELECT coalesce(max(touched), 0) + 1 FROM sessions) WHERE session_id = ?"
+)
+_ROW = "SELECT item_id, status, kind, mode, payload FROM queue WHERE session_id = ?"
+
+
+def _check_path(path: object) -> str:
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"a store path must be a non-blank string; got {path!r}")
+    if text == ":memory:" or text.startswith("file:"):
+        raise ConfigError(
+            f"SQLiteStore needs a file path, not {text!r}; use MemoryStore for a store in memory"
+        )
+    return text
+
+
+def _check_synchronous(value: object) -> Synchronous:
+    text = value.upper() if isinstance(value, str) else value
+    if text == "NORMAL":
+        return "NORMAL"
+    if text == "FULL":
+        return "FULL"
+    raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL'; got {value!r}")
+
+
+def _queue_row(row: tuple[Any, ...]) -> codec.QueueRow:
+    return codec.QueueRow(id=row[0], status=row[1], kind=row[2], mode=row[3], payload=row[4])
+
+
+class SQLiteStore:
+    """The ``Store`` protocol on one SQLite file (WAL).
+
+    The file is opened, recognised and migrated when the object is made (use
+    ``await open_store("sqlite:PATH")`` to do that off the event loop); a missing file and
+    its folders are created.
+
+    Args:
+        path: The database file (``.agent-reminders/state.db`` for ``serve``).
+        synchronous: ``"NORMAL"`` (default) — a committed write survives a crash of the
+            process; ``"FULL"`` — it also survives power loss, at the cost of an fsync per
+            commit.
+        busy_timeout_ms: How long a writer waits for another process's write lock.
+        clock: Seconds since the epoch, for ``created_at``/``updated_at``.
+        poll_interval: How often ``wait_for_items`` looks for items queued by another
+            store object or process.
+
+    Raises:
+        StoreError: ``RMD-109`` naming the file: a directory, unreadable, not a SQLite
+            database, another program's database, or a schema from a newer version.
+        ConfigError: ``RMD-104`` for a bad argument.
+
+    Example:
+        >>> import anyio, tempfile, os
+        >>> from agent_reminders import Session
+        >>> async def main(path):
+        ...     async with SQLiteStore(path) as store:
+        ...         await store.create_session(Session(session_id="s1").state())
+        ...     async with SQLiteStore(path) as store:  # a restart
+        ...         return (await store.load_session("s1")).session_id
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     anyio.run(main, os.path.join(tmp, "state.db"))
+        's1'
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous | str = "NORMAL",
+        busy_timeout_ms: int = 10_000,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = 0.05,
+    ) -> None:
+        self.path: str = _check_path(path)
+        self.synchronous: Synchronous = _check_synchronous(synchronous)
+        if type(busy_timeout_ms) is not int or busy_timeout_ms < 0:
+            raise ConfigError(f"busy_timeout_ms must be an int >= 0; got {busy_timeout_ms!r}")
+        self.busy_timeout_ms = busy_timeout_ms
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self._lock = threading.Lock()
+        self._waiters = Waiters()
+        self._db: sqlite3.Connection | None = self._connect()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._db is None
+
+    # -- opening ----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        file = Path(self.path)
+        if file.is_dir():
+            raise StoreError(f"{self.path} is a directory, not a session store file")
+        if file.exists():
+            try:
+                with file.open("rb") as handle:
+                    header = handle.read(len(_MAGIC))
+            except OSError as exc:
+                raise StoreError(f"cannot read store {self.path}: {exc.strerror or exc}") from None
+            if header and header != _MAGIC:
+                raise StoreError(
+                    f"{self.path} is not a SQLite database, so not an agent-reminders session "
+                    "store; point at another file or move this one away"
+                )
+        else:
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the folder of store {self.path}: {exc.strerror or exc}"
+                ) from None
+        try:
+            db = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {self.path}: {exc}") from None
+        try:
+            db.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            self._recognise(db)  # before WAL: switching rewrites the header of the file
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StoreError(f"{self.path}: WAL journal mode is not available ({mode})")
+            db.execute(f"PRAGMA synchronous = {self.synchronous}")
+            self._migrate(db)
+        except StoreError:
+            db.close()
+            raise
+        except sqlite3.Error as exc:
+            db.close()
+            raise StoreError(f"{self.path} cannot be used as a session store: {exc}") from None
+        return db
+
+    def _recognise(self, db: sqlite3.Connection) -> int:
+        """The schema version of the file (0 when empty); refuses anything else."""
+        try:
+            tables = {
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is not a usable SQLite database ({exc}), so not an agent-reminders "
+                "session store; point at another file or move this one away"
+            ) from None
+        if not tables:
+            return 0
+        meta: dict[str, str] = {}
+        if "store_meta" in tables:
+            meta = {str(k): str(v) for k, v in db.execute("SELECT key, value FROM store_meta")}
+        if meta.get("schema") != SCHEMA_NAME:
+            raise StoreError(
+                f"{self.path} is a SQLite database of something else (tables: "
+                f"{', '.join(sorted(tables))}), not an agent-reminders session store; point at "
+                "another file or move this one away"
+            )
+        version = meta.get("version", "")
+        if not version.isdigit():
+            raise StoreError(f"{self.path}: the store's schema version {version!r} is unreadable")
+        if int(version) > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer agent-reminders (store schema version "
+                f"{version}; this version reads up to {SCHEMA_VERSION}); upgrade agent-reminders "
+                "to open it"
+            )
+        return int(version)
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        if self._recognise(db) == SCHEMA_VERSION:
+            return
+        with _transaction(db):
+            # again inside the write lock: another process may have migrated meanwhile
+            for version in range(self._recognise(db), SCHEMA_VERSION):
+                for statement in MIGRATIONS[version]:
+                    db.execute(statement)
+                db.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema', ?)", (SCHEMA_NAME,))
+                db.execute(
+                    "INSERT OR REPLACE INTO store_meta VALUES ('version', ?)", (str(version + 1),)
+                )
+
+    # -- running calls off the event loop ---------------------------------------------------
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(self._locked, fn))
+
+    def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            db = self._db
+            if db is None:
+                raise StoreError(f"{self.path}: this store is closed")
+            try:
+                return fn(db)
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: {exc}") from None
+
+    def _close(self) -> None:
+        with self._lock:
+            db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+    async def close(self) -> None:
+        """Close the connection (idempotent); later calls raise ``StoreError``."""
+        await anyio.to_thread.run_sync(self._close)
+
+    def _exists(self, db: sqlite3.Connection, session_id: str) -> None:
+        if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
+            return
+        raise UnknownSessionError(session_id)
+
+    def _touch(self, db: sqlite3.Connection, session_id: str) -> None:
+        db.execute(_TOUCH, (self.clock(), session_id))
+
+    def _item(self, row: codec.QueueRow) -> QueueItem:
+        try:
+            return row.item()
+        except AgentRemindersError as exc:
+            raise StoreError(
+                f"{self.path}: stored queue item {row.id!r} is invalid: {exc}"
+            ) from None
+
+    # -- session records --------------------------------------------------------------------
+
+    async def create_session(self, state: SessionState) -> None:
+        """Store a new session (see ``Store``)."""
+        parts = codec.split_state(state)
+        rows = codec.state_rows(parts.queue)
+        now = self.clock()
+        sid = parts.session_id
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
+                    raise SessionExistsError(sid)
+                db.execute(
+                    "INSERT INTO sessions VALUES (?, ?, ?, "
+                    "(SELECT coalesce(max(touched), 0) + 1 FROM sessions), ?, ?, ?, ?)",
+                    (
+                        sid,
+                        now,
+                        now,
+                        parts.turn,
+                        parts.head,
+                        len(parts.messages),
+                        codec.chain(codec.EMPTY_DIGEST, parts.messages),
+                    ),
+                )
+                _insert_messages(db, sid, 0, parts.messages)
+                db.executemany(
+                    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(sid, r.id, r.status, r.kind, r.mode, r.payload) for r in rows],
+                )
+
+        await self._call(run)
+        self._waiters.notify(sid)
+
+    async def load_session(self, session_id: str) -> SessionState | None:
+        """The stored session, or ``None`` (see ``Store``)."""
+        sid = codec.check_session_id(session_id)
+
+        def run(
+            db: sqlite3.Connection,
+        ) -> tuple[str, list[str], list[codec.QueueRow]] | None:
+            with _transaction(db, write=False):  # one snapshot for the three reads
+                found = db.execute("SELECT head FROM sessions WHERE session_id = ?", (sid,))
+                head = found.fetchone()
+                if head is None:
+                    return None
+                messages = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT event FROM messages WHERE session_id = ? ORDER BY position",
+                        (sid,),
+                    )
+                ]
+                rows = [_queue_row(r) for r in db.execute(f"{_ROW} ORDER BY seq", (sid,))]
+                return str(head[0]), messages, rows
+
+        stored = await self._call(run)
+        if stored is None:
+            return None
+        try:
+            return codec.join_state(*stored)
+        except (StateError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"{self.path}: stored session {sid!r} cannot be read: {exc}") from None
+
+    async def save_session(self, state: SessionState) -> None:
+        """Write one turn in one transaction (see ``Store``)."""
+        parts = codec.split_state(state)
+        incoming = codec.state_rows(parts.queue)
+        sid = parts.session_id
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                found = db.execute(
+                    "SELECT message_count, digest FROM sessions WHERE session_id = ?", (sid,)
+                ).fetchone()
+                if found is None:
+                    raise UnknownSessionError(sid)
+                count, digest = int(found[0]), str(found[1])
+                prefix = parts.messages[:count]
+                if count <= len(parts.messages) and codec.chain("", prefix) == digest:
+                    _insert_messages(db, sid, count, parts.messages[count:])
+                else:  # compaction rewrote the history
+                    db.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+                    _insert_messages(db, sid, 0, parts.messages)
+                db.execute(
+                    "UPDATE sessions SET turn = ?, head = ?, message_count = ?, digest = ? "
+                    "WHERE session_id = ?",
+                    (
+                        parts.turn,
+                        parts.head,
+                        len(parts.messages),
+                        codec.chain(codec.EMPTY_DIGEST, parts.messages),
+                        sid,
+                    ),
+                )
+                current = {r.id: r for r in map(_queue_row, db.execute(_ROW, (sid,)))}
+                for row in incoming:
+                    merged = codec.merge_row(current.get(row.id), row)
+                    if merged is None:
+                        continue
+                    if row.id in current:
+                        db.execute(
+                            "UPDATE queue SET status = ?, kind = NULL, mode = NULL, "
+                            "payload = NULL WHERE session_id = ? AND item_id = ?",
+                            (merged.status, sid, row.id),
+                        )
+                    else:
+                        db.execute(
+                            "INSERT INTO queue (session_id, item_id, status, kind, mode, "
+                            "payload) VALUES (?, ?, ?, ?, ?, ?)",
+                            (sid, row.id, row.status, row.kind, row.mode, row.payload),
+                        )
+                self._touch(db, sid)
+
+        await self._call(run)
+        self._waiters.notify(sid)
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Append transcript messages (see ``Store``)."""
+        sid = codec.check_session_id(session_id)
+        codec.message_rows(messages, 0)  # validate before taking the write lock
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                found = db.execute(
+                    "SELECT message_count, digest FROM sessions WHERE session_id = ?", (sid,)
+                ).fetchone()
+                if found is None:
+                    raise UnknownSessionError(sid)
+                count = int(found[0])
+                rows = codec.message_rows(messages, count)
+                _insert_messages(db, sid, count, rows)
+                db.execute(
+                    "UPDATE sessions SET message_count = ?, digest = ? WHERE session_id = ?",
+                    (count + len(rows), codec.chain(str(found[1]), rows), sid),
+                )
+                self._touch(db, sid)
+
+        await self._call(run)
+
+    async def save_reminders(self, session_id: str, reminders: Sequence[Reminder]) -> None:
+        """Replace the pending reminders (see ``Store``)."""
+        sid = codec.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                found = db.execute("SELECT head FROM sessions WHERE session_id = ?", (sid,))
+                head = found.fetchone()
+                if head is None:
+                    raise UnknownSessionError(sid)
+                db.execute(
+                    "UPDATE sessions SET head = ? WHERE session_id = ?",
+                    (codec.head_with_reminders(str(head[0]), reminders), sid),
+                )
+                self._touch(db, sid)
+
+        await self._call(run)
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session, most recent activity first."""
+
+        def run(db: sqlite3.Connection) -> list[SessionInfo]:
+            return [
+                SessionInfo(
+                    session_id=r[0],
+                    created_at=r[1],
+                    updated_at=r[2],
+                    turn=r[3],
+                    message_count=r[4],
+                )
+                for r in db.execute(
+                    "SELECT session_id, created_at, updated_at, turn, message_count "
+                    "FROM sessions ORDER BY touched DESC"
+                )
+            ]
+
+        return await self._call(run)
+
+    async def latest_session(self) -> str | None:
+        """The id of the most recently active session, or ``None``."""
+
+        def run(db: sqlite3.Connection) -> str | None:
+            row = db.execute(
+                "SELECT session_id FROM sessions ORDER BY touched DESC LIMIT 1"
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._call(run)
+
+    # -- the injection queue ----------------------------------------------------------------
+
+    async def enqueue(
+        self, session_id: str, item: QueueItem, *, max_pending: int | None = None
+    ) -> str:
+        """Queue a validated item; committed to the file before this returns."""
+        sid = codec.check_session_id(session_id)
+        row = codec.item_row(item)
+        limit = codec.check_max_pending(max_pending)
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                self._exists(db, sid)
+                used = db.execute(
+                    "SELECT 1 FROM queue WHERE session_id = ? AND item_id = ?", (sid, row.id)
+                ).fetchone()
+                if used:
+                    raise codec.duplicate_id(row.id)
+                if limit is not None:
+                    (waiting,) = db.execute(
+                        "SELECT count(*) FROM queue WHERE session_id = ? AND status = 'pending'",
+                        (sid,),
+                    ).fetchone()
+                    if waiting >= limit:
+                        raise codec.queue_full(limit)
+                db.execute(
+                    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
+                    "VALUES (?, ?, 'pending', ?, ?, ?)",
+                    (sid, row.id, row.kind, row.mode, row.payload),
+                )
+                self._touch(db, sid)
+
+        await self._call(run)
+        self._waiters.notify(sid)
+        return row.id
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The pending rows of 04 §3, FIFO."""
+        sid = codec.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> list[QueueItem]:
+            with _transaction(db, write=False):
+                self._exists(db, sid)
+                found = db.execute(f"{_ROW} AND status = 'pending' ORDER BY seq", (sid,))
+                return [self._item(_queue_row(r)) for r in found]
+
+        return codec.pending_rows(await self._call(run))
+
+    async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
+        """Take the pending items of ``modes`` and mark them delivered, in one transaction."""
+        sid = codec.check_session_id(session_id)
+        wanted = sorted(m.value for m in codec.check_modes(modes))
+
+        def run(db: sqlite3.Connection) -> list[QueueItem]:
+            with _transaction(db):
+                self._exists(db, sid)
+                if not wanted:
+                    return []
+                marks = ", ".join("?" for _ in wanted)
+                found = db.execute(
+                    f"SELECT seq, item_id, status, kind, mode, payload FROM queue "
+                    f"WHERE session_id = ? AND status = 'pending' AND mode IN ({marks}) "
+                    "ORDER BY seq",
+                    (sid, *wanted),
+                ).fetchall()
+                items = [self._item(_queue_row(r[1:])) for r in found]
+                db.executemany(
+                    "UPDATE queue SET status = 'delivered', kind = NULL, mode = NULL, "
+                    "payload = NULL WHERE seq = ?",
+                    [(r[0],) for r in found],
+                )
+                if items:
+                    self._touch(db, sid)
+                return items
+
+        return await self._call(run)
+
+    async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
+        """Revoke a queued reminder (see ``Store``)."""
+        sid = codec.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> RevokeStatus:
+            with _transaction(db):
+                self._exists(db, sid)
+                rid = codec.check_revoke_id(reminder_id)
+                found = db.execute(f"{_ROW} AND item_id = ?", (sid, rid)).fetchone()
+                status = codec.revoke_status(None if found is None else _queue_row(found), rid)
+                if status == "revoked":
+                    db.execute(
+                        "UPDATE queue SET status = 'revoked', kind = NULL, mode = NULL, "
+                        "payload = NULL WHERE session_id = ? AND item_id = ?",
+                        (sid, rid),
+                    )
+                    self._touch(db, sid)
+                return status
+
+        return await self._call(run)
+
+    async def wait_for_items(
+        self,
+        session_id: str,
+        timeout: float,
+        *,
+        modes: Iterable[DeliveryMode | str] | None = None,
+    ) -> bool:
+        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds.
+
+        Woken at once by an ``enqueue`` through this store object; items queued by other
+        objects or processes are seen within ``poll_interval``.
+        """
+        sid = codec.check_session_id(session_id)
+        wanted = None if modes is None else sorted(m.value for m in codec.check_modes(modes))
+
+        def look(db: sqlite3.Connection) -> bool:
+            self._exists(db, sid)
+            sql = "SELECT 1 FROM queue WHERE session_id = ? AND status = 'pending'"
+            args: list[str] = [sid]
+            if wanted is not None:
+                sql += f" AND mode IN ({', '.join('?' for _ in wanted)})"
+                args += wanted
+            return db.execute(f"{sql} LIMIT 1", args).fetchone() is not None
+
+        async def check() -> bool:
+            return await self._call(look)
+
+        return await self._waiters.wait(sid, timeout, check, poll=self.poll_interval)
+
+    # -- the event log ----------------------------------------------------------------------
+
+    async def append_events(
+        self, session_id: str, records: Iterable[EventRecord]
+    ) -> list[EventRecord]:
+        """Append records under the store's own per-session ``seq``; returns them."""
+        sid = codec.check_session_id(session_id)
+        encoded = [codec.encode_event(r) for r in records]
+
+        def run(db: sqlite3.Connection) -> int:
+            with _transaction(db):
+                self._exists(db, sid)
+                (last,) = db.execute(
+                    "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?", (sid,)
+                ).fetchone()
+                db.executemany(
+                    "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+                    [(sid, last + i + 1, *e) for i, e in enumerate(encoded)],
+                )
+                if encoded:
+                    self._touch(db, sid)
+                return int(last)
+
+        start = await self._call(run)
+        return [codec.decode_event(start + i + 1, *e) for i, e in enumerate(encoded)]
+
+    async def read_events(
+        self, session_id: str, *, after_seq: int = 0, kind_prefix: str = ""
+    ) -> list[EventRecord]:
+        """The records after ``after_seq`` whose kind starts with ``kind_prefix``, in order."""
+        sid = codec.check_session_id(session_id)
+        after, prefix = codec.check_read_args(after_seq, kind_prefix)
+
+        def run(db: sqlite3.Connection) -> list[EventRecord]:
+            with _transaction(db, write=False):
+                self._exists(db, sid)
+                found = db.execute(
+                    "SELECT seq, topic, kind, payload FROM events WHERE session_id = ? "
+                    "AND seq > ? AND substr(kind, 1, ?) = ? ORDER BY seq",
+                    (sid, after, len(prefix), prefix),
+                )
+                return [codec.decode_event(*r) for r in found]
+
+        return await self._call(run)
+
+
+def _insert_messages(db: sqlite3.Connection, sid: str, start: int, rows: Sequence[str]) -> None:
+    db.executemany(
+        "INSERT INTO messages VALUES (?, ?, ?)",
+        [(sid, start + i, row) for i, row in enumerate(rows)],
+    )
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection, *, write: bool = True) -> Iterator[None]:
+    """One transaction; a writer takes the write lock first (``BEGIN IMMEDIATE``), so two
+    drainers never both read an item as pending."""
+    db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise

@@ -1,0 +1,280 @@
+"""SQLiteStore beyond the contract: refusing foreign files unchanged, the schema and its
+versions, WAL and durability, and blocking calls kept off the event loop."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agent_reminders import ConfigError, Session, StoreError
+from agent_reminders.facts import FactStore
+from agent_reminders.storage import SCHEMA_VERSION, SQLiteStore
+from agent_reminders.testing.store_contract import queue_items
+
+pytestmark = pytest.mark.anyio
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def snapshot(path: Path) -> tuple[bytes, int]:
+    return path.read_bytes(), path.stat().st_mtime_ns
+
+
+def assert_refused(path: Path, *words: str) -> StoreError:
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(path)
+    message = str(caught.value)
+    assert caught.value.code == "RMD-109"
+    assert str(path) in message
+    for word in words:
+        assert word in message
+    assert "\n" not in message
+    return caught.value
+
+
+def test_random_bytes_are_refused_and_left_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(os.urandom(4096))
+    before = snapshot(path)
+    assert_refused(path, "not a SQLite database")
+    assert snapshot(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]
+
+
+def test_a_damaged_database_is_refused_and_left_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"SQLite format 3\x00" + os.urandom(2048))
+    before = snapshot(path)
+    assert_refused(path)
+    assert snapshot(path) == before
+
+
+def test_a_foreign_database_is_refused_and_not_switched_to_wal(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    db.execute("INSERT INTO invoices VALUES (1, 9.5)")
+    db.commit()
+    db.close()
+    before = snapshot(path)
+    assert_refused(path, "something else", "invoices")
+    assert snapshot(path) == before
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    db.close()
+
+
+def test_a_fact_store_is_not_a_session_store(tmp_path: Path) -> None:
+    path = tmp_path / "facts.db"
+    FactStore(path).close()
+    before = snapshot(path)
+    assert_refused(path, "not an agent-reminders session store")
+    assert snapshot(path) == before
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    assert_refused(tmp_path, "is a directory")
+
+
+def test_a_path_under_a_file_is_refused(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert_refused(blocker / "state.db", "cannot create the folder")
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"")
+    path.chmod(0)
+    try:
+        assert_refused(path, "cannot read")
+    finally:
+        path.chmod(0o600)
+
+
+async def test_a_store_from_a_newer_version_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    async with SQLiteStore(path) as store:
+        await store.create_session(Session(session_id="s1").state())
+    db = sqlite3.connect(path)
+    db.execute("UPDATE store_meta SET value = ? WHERE key = 'version'", (str(SCHEMA_VERSION + 1),))
+    db.commit()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    before = snapshot(path)
+    assert_refused(path, "newer agent-reminders", "upgrade")
+    assert snapshot(path) == before
+
+
+def test_the_schema_is_versioned(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"")  # an empty file is a new store
+    SQLiteStore(path)
+    db = sqlite3.connect(path)
+    meta = dict(db.execute("SELECT key, value FROM store_meta"))
+    assert meta == {"schema": "agent-reminders.store", "version": str(SCHEMA_VERSION)}
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"store_meta", "sessions", "messages", "queue", "events"} <= tables
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+
+
+def test_durability_settings(tmp_path: Path) -> None:
+    assert SQLiteStore(tmp_path / "a.db").synchronous == "NORMAL"
+    assert SQLiteStore(tmp_path / "b.db", synchronous="full").synchronous == "FULL"
+    with pytest.raises(ConfigError):
+        SQLiteStore(tmp_path / "c.db", synchronous="OFF")
+    with pytest.raises(ConfigError):
+        SQLiteStore(":memory:")
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_many_stores_can_create_one_file_at_once(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "state.db"
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            SQLiteStore(path)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
+async def test_an_acknowledged_enqueue_is_committed(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    await store.create_session(Session(session_id="s1").state())
+    [item] = queue_items("on disk")
+    await store.enqueue("s1", item)
+    # a different connection (another process would be the same) sees it at once
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT item_id, status FROM queue").fetchall()
+    db.close()
+    assert rows == [(item.id, "pending")]
+    await store.close()
+
+
+async def test_a_damaged_stored_session_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    async with SQLiteStore(path) as store:
+        await store.create_session(Session(session_id="s1").state())
+    db = sqlite3.connect(path)
+    db.execute("""UPDATE sessions SET head = json_set(head, '$.turn', -3)""")
+    db.commit()
+    db.close()
+    async with SQLiteStore(path) as store:
+        with pytest.raises(StoreError) as caught:
+            await store.load_session("s1")
+    assert str(path) in str(caught.value)
+    assert "turn" in str(caught.value)
+
+
+async def test_calls_wait_for_the_lock_off_the_event_loop(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    await store.create_session(Session(session_id="s1").state())
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    ticks = 0
+    done = anyio.Event()
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await anyio.sleep(0.01)
+
+    async def release() -> None:
+        await anyio.sleep(0.3)
+        other.execute("COMMIT")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        tg.start_soon(release)
+        started = time.monotonic()
+        await store.enqueue("s1", queue_items("waits for the lock")[0])
+        waited = time.monotonic() - started
+        done.set()
+    other.close()
+    assert waited >= 0.25
+    assert ticks >= 10  # the loop kept running while the store waited
+    await store.close()
+
+
+CRASHER = textwrap.dedent(
+    """
+    import sys, anyio
+    from agent_reminders import InjectionQueue, Session
+    from agent_reminders.storage import SQLiteStore
+
+    async def main(path, round_):
+        store = SQLiteStore(path)
+        if round_ == 0:
+            await store.create_session(Session(session_id="s1").state())
+        queue = InjectionQueue()
+        n = 0
+        while True:
+            rid = queue.remind({"body": f"reminder {n}", "id": f"r{round_}-{n}"}, mode="steer")
+            item = queue.state().items[-1]
+            await store.enqueue("s1", item)
+            print(rid, flush=True)  # the acknowledgement
+            if n % 7 == 0:
+                await store.drain("s1", ["finish_step"])
+            n += 1
+
+    anyio.run(main, sys.argv[1], int(sys.argv[2]))
+    """
+)
+
+
+async def test_acknowledged_reminders_survive_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    acked: list[str] = []
+    for round_ in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CRASHER, str(path), str(round_)],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        target = len(acked) + 20 + 15 * round_
+        while len(acked) < target and time.monotonic() < deadline:
+            line = await anyio.to_thread.run_sync(proc.stdout.readline)
+            if not line:
+                break
+            acked.append(line.decode().strip())
+        proc.kill()  # SIGKILL, mid-stream
+        proc.wait()
+        proc.stdout.close()
+        assert len(acked) >= target, f"round {round_}: the writer stopped early"
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    async with SQLiteStore(path) as store:
+        state = await store.load_session("s1")
+    assert state is not None
+    pending = [i.id for i in state.queue.items]
+    known = pending + sorted(state.queue.delivered_ids)
+    assert len(known) == len(set(known))  # exactly once: pending or delivered
+    assert set(acked) <= set(known)
