@@ -131,7 +131,8 @@ class FirePolicy:
             planned: list[_Plan] = []
             current = transcript()
             for item in parsed:
-                existing = _unchanged_durable(item, current.reminders)
+                # a durable reminder has no TTL: the stored one is current
+                existing = _unchanged_durable(item, (e.reminder for e in current.pending))
                 if existing is not None:
                     skipped.append(
                         {
@@ -186,8 +187,13 @@ class FirePolicy:
         same_text = {parsed.body}
         if self._full_bodies.get(key) == parsed.body:
             same_text.add(short)
-        for r in transcript.reminders:
-            if r.dedupe_key == key and r.body in same_text and transcript.is_committed(r):
+        for e in transcript.pending:
+            r = e.reminder
+            if (
+                r.dedupe_key == key
+                and r.body in same_text
+                and transcript.is_committed(transcript.current(e))
+            ):
                 return short
         self._full_bodies[key] = parsed.body
         return parsed.body
