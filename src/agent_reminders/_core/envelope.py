@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -94,7 +93,7 @@ def render_directive(reminder: Reminder) -> str:
         raise TypeError(f"expected a Reminder, not {type(reminder).__name__}")
     ttl = "" if reminder.ttl_turns is None else f' ttl_turns="{reminder.ttl_turns}"'
     return (
-        f'<directive authority="{reminder.authority.value}"{ttl}>\n'
+        f'<directive authority="{reminder.authority}"{ttl}>\n'
         f"{escape_body(reminder.body)}\n</directive>"
     )
 
@@ -249,12 +248,13 @@ class Pending:
     the reminder with its current TTL.
     """
 
-    __slots__ = ("body_key", "deadline", "dedupe_key", "id", "rank", "reminder")
+    __slots__ = ("body_key", "deadline", "dedupe_key", "fired_at_turn", "id", "rank", "reminder")
 
     reminder: Reminder
     deadline: int | None
     id: str
     dedupe_key: str | None
+    fired_at_turn: int
     rank: int
     body_key: str
 
@@ -264,6 +264,7 @@ class Pending:
         self.deadline = None if ttl is None else clock + ttl
         self.id = reminder.id
         self.dedupe_key = reminder.dedupe_key
+        self.fired_at_turn = reminder.fired_at_turn
         self.rank = AUTHORITY_RANK[reminder.authority]
         self.body_key = body_key(reminder.body)
 
@@ -271,6 +272,7 @@ class Pending:
         """This entry with its deadline one pass later (a pass that does not age it)."""
         new = Pending.__new__(Pending)
         new.reminder, new.id, new.dedupe_key = self.reminder, self.id, self.dedupe_key
+        new.fired_at_turn = self.fired_at_turn
         new.rank, new.body_key = self.rank, self.body_key
         new.deadline = None if self.deadline is None else self.deadline + 1
         return new
@@ -380,10 +382,7 @@ def commit_directives(
     ``iteration_summary``. ``instructions="auto"`` includes :data:`ENVELOPE_INSTRUCTIONS` only
     when no message holds it yet.
     """
-    # Imported here: the transcript module builds on this one (rendering, the commit index).
-    from .transcript import check_transcript
-
-    transcript = check_transcript(transcript)
+    transcript = _check_transcript(transcript)
     turn = check_turn(turn)
     checked_style = check_style(style)
     check_instructions(instructions)
@@ -406,7 +405,7 @@ def commit_directives(
     )
     text = render_envelope(fresh, style=checked_style, instructions=with_instructions)
     ids = [r.id for r in fresh]
-    result = transcript.append({"role": "user", "content": text, "directive_ids": ids})
+    result = transcript.append_envelope(text, ids)
     if log is not None:
         for r in fresh:
             log.lifecycle(
@@ -418,6 +417,10 @@ def commit_directives(
                     "rendered_role": "user",
                 },
             )
+        by_source: dict[str, int] = {}
+        for r in fresh:
+            source = str.__str__(r.source)
+            by_source[source] = by_source.get(source, 0) + 1
         log.lifecycle(
             Kind.ITERATION_SUMMARY,
             result.id,
@@ -426,7 +429,7 @@ def commit_directives(
                 "count": len(fresh),
                 "body_bytes": sum(len(r.body.encode()) for r in fresh),
                 "rendered_bytes": len(text.encode()),
-                "by_source": dict(Counter(r.source.value for r in fresh)),
+                "by_source": by_source,
             },
         )
     return Committed(
@@ -434,6 +437,20 @@ def commit_directives(
         message={"role": "user", "content": text, "directive_ids": list(ids)},
         fired=tuple(ids),
     )
+
+
+def _check_transcript(value: object) -> Transcript:
+    global _CHECK_TRANSCRIPT
+    if _CHECK_TRANSCRIPT is None:
+        # Imported on first use: the transcript module builds on this one (rendering, the
+        # commit index); an import statement per call costs more than the commit's checks.
+        from .transcript import check_transcript
+
+        _CHECK_TRANSCRIPT = check_transcript
+    return _CHECK_TRANSCRIPT(value)
+
+
+_CHECK_TRANSCRIPT: Callable[[object], Transcript] | None = None
 
 
 def _serialize(message: object) -> str:

@@ -260,7 +260,7 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
         deadline = e.deadline
         if deadline is None:
             kept.append(e)
-        elif e.reminder.fired_at_turn > turn:
+        elif e.fired_at_turn > turn:
             kept.append(e)
             skipped = True
         elif deadline - clock <= 1:
@@ -273,7 +273,7 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
     else:
         if skipped:  # keep the TTL of what this pass does not age
             kept = [
-                e.deferred() if e.deadline is not None and e.reminder.fired_at_turn > turn else e
+                e.deferred() if e.deadline is not None and e.fired_at_turn > turn else e
                 for e in kept
             ]
         result = transcript.with_pending(

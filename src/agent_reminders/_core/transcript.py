@@ -28,7 +28,7 @@ from .errors import ReminderError, StateError
 from .events import EventLog, Kind
 from .fields import lenient_dict, lenient_values
 from .ids import new_id
-from .messages import FrozenDict, copy_json, validate_message
+from .messages import FrozenDict, FrozenList, copy_json, validate_message
 from .records import Message, Reminder, evolve_unchecked
 
 __all__ = [
@@ -354,7 +354,19 @@ class Transcript:
             TypeError: ``message`` is not a mapping.
             MessageError: ``RMD-101`` naming the path of the bad value.
         """
-        owned = validate_message(message)
+        return self._append_owned(validate_message(message))
+
+    def append_envelope(self, text: str, directive_ids: Sequence[str]) -> Transcript:
+        """Append the envelope message ``commit_directives`` builds:
+        ``{"role": "user", "content": text, "directive_ids": [...]}``.
+
+        Its text is rendered from validated reminders (their bodies were checked when they
+        were made), so it is stored without validating it again.
+        """
+        owned = FrozenDict(role="user", content=text, directive_ids=FrozenList(directive_ids))
+        return self._append_owned(cast(Message, owned))
+
+    def _append_owned(self, owned: Message) -> Transcript:
         # One more message can only commit the ids it lists.
         known = self._uncommitted
         if known:
