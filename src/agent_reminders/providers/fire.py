@@ -40,9 +40,23 @@ def short_repeat_text(dedupe_key: str) -> str:
     return f"Reminder {dedupe_key!r} is unchanged since its previous full emission above."
 
 
-def is_blocking(providers: Iterable[ProviderSpec], event: str) -> bool:
-    """Whether any of ``providers`` subscribed to ``event`` does blocking I/O."""
-    return any(p.blocking and event in p.subscribes_to for p in providers)
+def is_blocking(
+    providers: Iterable[ProviderSpec],
+    event: str,
+    context: Callable[[ProviderSpec], ProviderContext] | None = None,
+) -> bool:
+    """Whether any of ``providers`` subscribed to ``event`` does blocking I/O.
+
+    With ``context`` (the context each provider would be evaluated with), a provider's
+    ``blocks_when`` is asked as well, so an evaluation that would not touch its I/O stays
+    inline.
+    """
+    return any(
+        p.blocking
+        and event in p.subscribes_to
+        and (context is None or p.blocks_when is None or p.blocks_when(context(p)))
+        for p in providers
+    )
 
 
 @dataclass(frozen=True, slots=True)
