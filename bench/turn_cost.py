@@ -1,10 +1,17 @@
-"""Per-turn cost of the envelope path: commit_directives + post_turn.
+"""Per-turn cost of the envelope path: commit_directives + post_turn, and the Session path.
 
-For 100, 1,000 and 10,000 messages of history with 20 pending reminders, each measured turn
-commits one new directive (a keyed reminder was replaced since the last request) and then ages
-all pending reminders. History is rebuilt every BATCH turns so its size stays near the target.
-Also measures the same turn through a Session (prepare_request + post_turn, spec 07).
-Prints median and p99 per size and the growth ratio t(10k)/t(100); writes bench/results.md.
+Four rows, each at 100, 1,000 and 10,000 messages of history:
+
+1. ``commit_directives`` + ``post_turn``, 20 pending, 1 new: each turn a keyed reminder was
+   replaced since the last request, so one directive is committed; then all are aged.
+2. the same, 20 pending all committed (each with a TTL), 0 new: nothing to commit; all age.
+3. the same, 0 pending.
+4. ``Session.prepare_request`` + ``Session.post_turn``, 20 pending, 1 new (spec 07).
+
+History is rebuilt every BATCH turns (outside the timed region) so its size stays near the
+target. Prints median and p99 per size and the growth ratio t(10k)/t(100) per row; writes
+bench/results.md. ``--json`` prints the medians as JSON instead (for side-by-side runs of two
+trees).
 
 Run: make bench  (or: python bench/turn_cost.py [--turns N])
 """
@@ -12,6 +19,7 @@ Run: make bench  (or: python bench/turn_cost.py [--turns N])
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -24,6 +32,7 @@ from agent_reminders import Session, Transcript, commit_directives, inject_remin
 SIZES = (100, 1_000, 10_000)
 PENDING = 20
 BATCH = 25
+LONG_TTL = 10 * BATCH  # never expires within a batch
 
 
 def history(size: int) -> list[dict[str, object]]:
@@ -35,24 +44,31 @@ def history(size: int) -> list[dict[str, object]]:
     return messages[:size]
 
 
-def fresh(size: int, messages: list[dict[str, object]]) -> tuple[Transcript, int]:
+def fresh(
+    messages: list[dict[str, object]], pending: int = PENDING, ttl: int | None = None
+) -> tuple[Transcript, int]:
     t = Transcript(messages)  # type: ignore[arg-type]
-    for k in range(PENDING):
-        t = inject_reminder(
-            t, {"body": f"Reminder {k}: keep file_{k}.py consistent.", "dedupe_key": f"k{k}"}
-        ).transcript
+    for k in range(pending):
+        options: dict[str, object] = {
+            "body": f"Reminder {k}: keep file_{k}.py consistent.",
+            "dedupe_key": f"k{k}",
+        }
+        if ttl is not None:
+            options["ttl_turns"] = ttl
+        t = inject_reminder(t, options).transcript
     t = commit_directives(t, turn=0).transcript
     return t, 1
 
 
 def run(size: int, turns: int) -> list[float]:
+    """Row 1: 20 pending, one new directive per turn."""
     messages = history(size)
     samples: list[float] = []
     for i in range(turns):
         if i % BATCH == 0:
             # Drop the previous batch first: freeing its history must not land in a timed turn.
             t = committed = aged = None
-            t, turn = fresh(size, messages)
+            t, turn = fresh(messages)
         # Untimed: the model answered, and a producer replaced one keyed reminder.
         t = t.append({"role": "assistant", "content": f"answer {i}"})
         t = inject_reminder(
@@ -74,6 +90,36 @@ def run(size: int, turns: int) -> list[float]:
     return samples
 
 
+def _run_quiet(size: int, turns: int, pending: int) -> list[float]:
+    messages = history(size)
+    samples: list[float] = []
+    for i in range(turns):
+        if i % BATCH == 0:
+            t = committed = aged = None
+            t, turn = fresh(messages, pending, ttl=LONG_TTL)
+        t = t.append({"role": "assistant", "content": f"answer {i}"})
+        start = time.perf_counter_ns()
+        committed = commit_directives(t, turn=turn)
+        aged = post_turn(committed.transcript, turn)
+        samples.append((time.perf_counter_ns() - start) / 1_000)
+        assert committed.message is None
+        assert aged.decremented_count == pending
+        assert aged.expired_count == 0
+        t, turn = aged.transcript, turn + 1
+    assert [r.ttl_turns for r in t.reminders] == [LONG_TTL - (turns - 1) % BATCH - 1] * pending
+    return samples
+
+
+def run_committed(size: int, turns: int) -> list[float]:
+    """Row 2: 20 pending, all committed, each with a TTL; nothing new."""
+    return _run_quiet(size, turns, PENDING)
+
+
+def run_empty(size: int, turns: int) -> list[float]:
+    """Row 3: nothing pending."""
+    return _run_quiet(size, turns, 0)
+
+
 def fresh_session(messages: list[dict[str, object]]) -> Session:
     session = Session(system=str(messages[0]["content"]))
     for message in messages[1:]:
@@ -88,7 +134,7 @@ def fresh_session(messages: list[dict[str, object]]) -> Session:
 
 
 def run_session(size: int, turns: int) -> list[float]:
-    """The same turn through a Session: ``prepare_request`` (which also strips
+    """Row 4: the same turn as row 1 through a Session: ``prepare_request`` (which also strips
     ``directive_ids`` into the request) + ``post_turn`` (spec 07, benchmark 2)."""
     messages = history(size)
     samples: list[float] = []
@@ -114,55 +160,74 @@ def run_session(size: int, turns: int) -> list[float]:
     return samples
 
 
+# (label, pending, runner, target median µs at 10k)
+ROWS: tuple[tuple[str, int, Callable[[int, int], list[float]], float], ...] = (
+    ("`commit_directives` + `post_turn`, 1 new", PENDING, run, 12.0),
+    ("`commit_directives` + `post_turn`, all committed (TTLs), 0 new", PENDING, run_committed, 5.0),
+    ("`commit_directives` + `post_turn`, 0 pending", 0, run_empty, 2.0),
+    ("`Session.prepare_request` + `Session.post_turn`, 1 new", PENDING, run_session, 20.0),
+)
+GROWTH_TARGET = 1.2
+
+
 def p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def table(
-    label: str, runner: Callable[[int, int], list[float]], turns: int
-) -> tuple[str, float, float]:
+def measure(
+    runner: Callable[[int, int], list[float]], turns: int
+) -> list[tuple[int, float, float]]:
+    """(size, median µs, p99 µs) per history size."""
     rows = []
     for size in SIZES:
         samples = runner(size, turns)
         rows.append((size, statistics.median(samples), p99(samples)))
-    growth = rows[-1][1] / rows[0][1]
-    text = "\n".join(
-        [
-            f"{label}:",
-            "",
-            "| messages | pending | median µs | p99 µs |",
-            "|---:|---:|---:|---:|",
-            *[f"| {s:,} | {PENDING} | {m:.1f} | {p:.1f} |" for s, m, p in rows],
-            "",
-            f"Growth ratio t(10k)/t(100): **{growth:.2f}**.",
-        ]
-    )
-    print(text, end="\n\n")
-    return text, growth, rows[-1][1]
+    return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results")
+    parser.add_argument("--json", action="store_true", help="print medians as JSON only")
     args = parser.parse_args()
-    run(100, 200)  # warm-up
-    run_session(100, 200)
-    core, growth, median_10k = table("`commit_directives` + `post_turn`", run, args.turns)
-    session, _, _ = table(
-        "`Session.prepare_request` + `Session.post_turn`", run_session, args.turns
-    )
-    met = growth <= 1.5 and median_10k <= 100
-    print(
-        f"commit + post_turn: growth {growth:.2f} (target <= 1.5), median at 10k "
-        f"{median_10k:.1f} µs (target <= 100 µs): {'targets met' if met else 'TARGETS MISSED'}"
-    )
+    for _, _, runner, _ in ROWS:  # warm-up
+        runner(100, 200)
+    measured = [
+        (label, pending, measure(runner, args.turns), target)
+        for label, pending, runner, target in ROWS
+    ]
+    if args.json:
+        print(
+            json.dumps({label: [[s, m, p] for s, m, p in rows] for label, _, rows, _ in measured})
+        )
+        return 0
+    lines: list[str] = []
+    missed = []
+    for label, pending, rows, target in measured:
+        growth = rows[-1][1] / rows[0][1]
+        lines += [
+            f"{label}:",
+            "",
+            "| messages | pending | median µs | p99 µs |",
+            "|---:|---:|---:|---:|",
+            *[f"| {s:,} | {pending} | {m:.1f} | {p:.1f} |" for s, m, p in rows],
+            "",
+            f"Growth ratio t(10k)/t(100): **{growth:.2f}** (target: median at 10k "
+            f"≤ {target:g} µs, growth ≤ {GROWTH_TARGET}).",
+            "",
+        ]
+        if rows[-1][1] > target or growth > GROWTH_TARGET:
+            missed.append(label)
+    table = "\n".join(lines).rstrip()
+    print(table)
+    print("\n" + ("targets met" if not missed else "TARGETS MISSED: " + "; ".join(missed)))
     write_section(
         "Per-turn cost (`bench/turn_cost.py`)",
-        f"{args.turns} turns per size, {PENDING} pending reminders, one new directive per turn, "
-        f"history rebuilt every {BATCH} turns (outside the timed region).\n\n"
-        f"Machine: {machine()}.\n\n{core}\n\n{session}",
+        f"{args.turns} turns per size and row, history rebuilt every {BATCH} turns (outside the "
+        f"timed region). Medians and p99 in µs; growth is the median at 10,000 messages over "
+        f"the median at 100.\n\nMachine: {machine()}.\n\n{table}",
         args.output,
     )
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -333,17 +333,7 @@ class Session:
             raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
         data: Mapping[str, Any] = payload or {}
         options = self.reminder_options
-
-        def context(spec: ProviderSpec) -> ProviderContext:
-            return ProviderContext(
-                event=name,
-                session_id=self.id,
-                payload=data,
-                options=options,
-                config=options.config.get(spec.id),
-                turn=self.turn,
-                workspace=self.workspace,
-            )
+        context = self._context(name, data)
 
         def inject(parsed: ParsedOptions, body: str) -> Injected:
             return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body))
@@ -360,16 +350,40 @@ class Session:
             session_id=self.id,
         )
 
-    def fires_blocking(self, event: str) -> bool:
+    def _context(
+        self, name: str, data: Mapping[str, Any]
+    ) -> Callable[[ProviderSpec], ProviderContext]:
+        """The context each provider is evaluated with for event ``name`` and ``data``."""
+        options = self.reminder_options
+
+        def context(spec: ProviderSpec) -> ProviderContext:
+            return ProviderContext(
+                event=name,
+                session_id=self.id,
+                payload=data,
+                options=options,
+                config=options.config.get(spec.id),
+                turn=self.turn,
+                workspace=self.workspace,
+            )
+
+        return context
+
+    def fires_blocking(self, event: str, payload: Mapping[str, Any] | None = None) -> bool:
         """Whether an enabled provider subscribed to ``event`` is marked ``blocking``.
 
-        ``False`` for events no provider can subscribe to (worker lifecycle, persona).
+        With ``payload``, a blocking provider's ``blocks_when`` is asked too, so an event
+        whose evaluation would do no I/O (``project_facts`` below its refresh ratio) is not
+        counted. ``False`` for events no provider can subscribe to (worker lifecycle, persona).
         """
         try:
             name = normalize_event(event)
         except ValueError:  # hook-only events evaluate no provider
             return False
-        return is_blocking(self.providers.enabled(self.reminder_options), name)
+        if payload is not None and not isinstance(payload, Mapping):
+            payload = None  # fire() reports the bad payload
+        context = None if payload is None else self._context(name, payload)
+        return is_blocking(self.providers.enabled(self.reminder_options), name, context)
 
     async def afire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
         """:meth:`fire` for async code: in a worker thread when a provider of ``event`` is
@@ -378,7 +392,7 @@ class Session:
         While it runs, other tasks should change the session only through ``session.queue``
         (which is thread-safe): the worker thread updates the transcript.
         """
-        if not self.fires_blocking(event):
+        if not self.fires_blocking(event, payload or {}):
             return self.fire(event, payload)
         import anyio.to_thread
 

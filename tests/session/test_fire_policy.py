@@ -171,6 +171,22 @@ def test_fires_blocking_only_for_enabled_subscribed_blocking_providers() -> None
     assert not Session(reminders=False).fires_blocking("session_start")
 
 
+def test_project_facts_blocks_only_when_it_would_read_the_store() -> None:
+    """Below its refresh ratio project_facts reads nothing, so the loop need not leave the
+    event loop for ``on_budget_threshold``; at or above it, or without a payload to judge
+    by, the event counts as blocking."""
+    s = Session(reminders={"providers": ["-token_pressure", "-workspace_anchor"]})
+    low = {"usage": {"input_tokens": 1_000, "output_tokens": 0}, "context_window": 200_000}
+    high = {"usage": {"input_tokens": 150_000, "output_tokens": 0}, "context_window": 200_000}
+    assert not s.fires_blocking("on_budget_threshold", low)
+    assert not s.fires_blocking("on_budget_threshold", {})  # no window: no refresh
+    assert s.fires_blocking("on_budget_threshold", high)
+    assert s.fires_blocking("on_budget_threshold")  # nothing to judge by
+    assert s.fires_blocking("session_start", {})
+    quiet = Session(reminders={"config": {"project_facts": {"max_facts": 0}}})
+    assert not quiet.fires_blocking("session_start", {})
+
+
 def _probe(threads: dict[str, list[int]], name: str) -> Any:
     def evaluate(ctx: ProviderContext) -> None:
         threads.setdefault(name, []).append(threading.get_ident())

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .errors import ReminderError
 from .events import EventLog, Kind, check_log
@@ -25,8 +25,10 @@ __all__ = [
     "Committed",
     "EnvelopeStyle",
     "InstructionsMode",
+    "Pending",
     "PrefixBreak",
     "best_by_key",
+    "body_key",
     "check_append_only",
     "check_instructions",
     "check_style",
@@ -35,9 +37,12 @@ __all__ = [
     "message_text",
     "neutralize_untrusted",
     "project",
+    "project_pending",
     "render_directive",
     "render_envelope",
 ]
+
+_T = TypeVar("_T")
 
 EnvelopeStyle = Literal["context_directives", "system_reminder"]
 STYLES: tuple[str, ...] = ("context_directives", "system_reminder")
@@ -88,7 +93,7 @@ def render_directive(reminder: Reminder) -> str:
         raise TypeError(f"expected a Reminder, not {type(reminder).__name__}")
     ttl = "" if reminder.ttl_turns is None else f' ttl_turns="{reminder.ttl_turns}"'
     return (
-        f'<directive authority="{reminder.authority.value}"{ttl}>\n'
+        f'<directive authority="{reminder.authority}"{ttl}>\n'
         f"{escape_body(reminder.body)}\n</directive>"
     )
 
@@ -206,27 +211,98 @@ class PrefixBreak:
     )
 
 
-def best_by_key(
-    reminders: Iterable[Reminder], key_of: Callable[[Reminder], str | None]
-) -> dict[str, Reminder]:
-    """The winner per key: the highest authority, ties to the later reminder in the queue.
-
-    The one collapse rule shared by projection (keys and bodies) and compaction (keys).
-    """
-    best: dict[str, Reminder] = {}
-    for r in reminders:
-        key = key_of(r)
+def _winners(candidates: Iterable[tuple[str | None, int, _T]]) -> dict[str, _T]:
+    """The winner per key of ``(key, authority rank, item)`` candidates in queue order: the
+    highest authority (lowest rank), ties to the later item. The one collapse rule, shared by
+    projection (keys and bodies) and compaction (keys)."""
+    best: dict[str, tuple[int, _T]] = {}
+    for key, rank, item in candidates:
         if key is None:
             continue
         current = best.get(key)
-        if current is None or AUTHORITY_RANK[r.authority] <= AUTHORITY_RANK[current.authority]:
-            best[key] = r
-    return best
+        if current is None or rank <= current[0]:
+            best[key] = (rank, item)
+    return {key: item for key, (_, item) in best.items()}
 
 
-def _keep_best(items: list[Reminder], key_of: Callable[[Reminder], str | None]) -> list[Reminder]:
-    best = best_by_key(items, key_of)
-    return [r for r in items if (k := key_of(r)) is None or best[k] is r]
+def best_by_key(
+    reminders: Iterable[Reminder], key_of: Callable[[Reminder], str | None]
+) -> dict[str, Reminder]:
+    """The winner per key: the highest authority, ties to the later reminder in the queue."""
+    return _winners((key_of(r), AUTHORITY_RANK[r.authority], r) for r in reminders)
+
+
+def body_key(body: str) -> str:
+    """The whitespace-normalized body that projection collapses equal bodies by (§6)."""
+    return " ".join(body.split())
+
+
+class Pending:
+    """One pending reminder as a transcript stores it: the reminder as stamped, its TTL
+    deadline and its projection keys, computed once when it enters the queue.
+
+    ``deadline`` is the value of the transcript's aging clock (``Transcript.aging_passes``)
+    at which the TTL reaches zero (``None``: no TTL), so the current TTL is
+    ``deadline - aging_passes`` and a post-turn pass that merely ages a reminder changes
+    nothing here. ``reminder.ttl_turns`` is the TTL at stamping; ``Transcript.current`` gives
+    the reminder with its current TTL.
+    """
+
+    __slots__ = ("body_key", "deadline", "dedupe_key", "fired_at_turn", "id", "rank", "reminder")
+
+    reminder: Reminder
+    deadline: int | None
+    id: str
+    dedupe_key: str | None
+    fired_at_turn: int
+    rank: int
+    body_key: str
+
+    def __init__(self, reminder: Reminder, clock: int = 0) -> None:
+        self.reminder = reminder
+        ttl = reminder.ttl_turns
+        self.deadline = None if ttl is None else clock + ttl
+        self.id = reminder.id
+        self.dedupe_key = reminder.dedupe_key
+        self.fired_at_turn = reminder.fired_at_turn
+        self.rank = AUTHORITY_RANK[reminder.authority]
+        self.body_key = body_key(reminder.body)
+
+    def deferred(self) -> Pending:
+        """This entry with its deadline one pass later (a pass that does not age it)."""
+        new = Pending.__new__(Pending)
+        new.reminder, new.id, new.dedupe_key = self.reminder, self.id, self.dedupe_key
+        new.fired_at_turn = self.fired_at_turn
+        new.rank, new.body_key = self.rank, self.body_key
+        new.deadline = None if self.deadline is None else self.deadline + 1
+        return new
+
+    def ttl_at(self, clock: int) -> int | None:
+        """The TTL left when the aging clock reads ``clock``."""
+        return None if self.deadline is None else self.deadline - clock
+
+    def __repr__(self) -> str:
+        return f"Pending(id={self.id!r}, deadline={self.deadline!r})"
+
+
+def project_pending(entries: Sequence[Pending]) -> list[Pending]:
+    """:func:`project` over stored entries, with their precomputed keys."""
+    kept = _collapse(entries, [e.dedupe_key for e in entries])
+    kept = _collapse(kept, [e.body_key for e in kept])
+    kept.sort(key=_RANK_OF)  # stable: queue order within one authority
+    return kept
+
+
+_RANK_OF = attrgetter("rank")
+
+
+def _collapse(entries: Sequence[Pending], keys: list[str | None]) -> list[Pending]:
+    """The entries that win their key (``None``: no key, always kept), in queue order."""
+    present = [k for k in keys if k is not None]
+    if len(set(present)) == len(present):  # no two share a key: nothing collapses
+        return list(entries)
+    win = _winners(zip(keys, [e.rank for e in entries], entries, strict=True))
+    return [e for e, k in zip(entries, keys, strict=True) if k is None or win[k] is e]
 
 
 def project(reminders: Iterable[Reminder]) -> list[Reminder]:
@@ -240,9 +316,7 @@ def project(reminders: Iterable[Reminder]) -> list[Reminder]:
     for r in items:
         if not isinstance(r, Reminder):
             raise TypeError(f"project() takes Reminder values, not {type(r).__name__}")
-    by_key = _keep_best(items, lambda r: r.dedupe_key)
-    by_body = _keep_best(by_key, lambda r: " ".join(r.body.split()))
-    return sorted(by_body, key=lambda r: AUTHORITY_RANK[r.authority])
+    return [e.reminder for e in project_pending([Pending(r) for r in items])]
 
 
 class CommitIndex:
@@ -308,17 +382,22 @@ def commit_directives(
     ``iteration_summary``. ``instructions="auto"`` includes :data:`ENVELOPE_INSTRUCTIONS` only
     when no message holds it yet.
     """
-    # Imported here: the transcript module builds on this one (rendering, the commit index).
-    from .transcript import check_transcript
-
-    transcript = check_transcript(transcript)
+    transcript = _check_transcript(transcript)
     turn = check_turn(turn)
     checked_style = check_style(style)
     check_instructions(instructions)
     log = check_log(event_log)
     transcript = transcript.report_invalid(log)
 
-    fresh = [r for r in project(transcript.reminders) if not transcript.is_committed(r)]
+    # Only an entry whose id is in no message can be new; none such: skip the projection.
+    uncommitted = transcript.uncommitted_ids
+    if not uncommitted:
+        return Committed(transcript=transcript, message=None, fired=())
+    fresh = [
+        current
+        for e in project_pending(transcript.pending)
+        if e.id in uncommitted and not transcript.is_committed(current := transcript.current(e))
+    ]
     if not fresh:
         return Committed(transcript=transcript, message=None, fired=())
     with_instructions = instructions == "always" or (
@@ -326,7 +405,7 @@ def commit_directives(
     )
     text = render_envelope(fresh, style=checked_style, instructions=with_instructions)
     ids = [r.id for r in fresh]
-    result = transcript.append({"role": "user", "content": text, "directive_ids": ids})
+    result = transcript.append_envelope(text, ids)
     if log is not None:
         for r in fresh:
             log.lifecycle(
@@ -338,6 +417,10 @@ def commit_directives(
                     "rendered_role": "user",
                 },
             )
+        by_source: dict[str, int] = {}
+        for r in fresh:
+            source = str.__str__(r.source)
+            by_source[source] = by_source.get(source, 0) + 1
         log.lifecycle(
             Kind.ITERATION_SUMMARY,
             result.id,
@@ -346,7 +429,7 @@ def commit_directives(
                 "count": len(fresh),
                 "body_bytes": sum(len(r.body.encode()) for r in fresh),
                 "rendered_bytes": len(text.encode()),
-                "by_source": dict(Counter(r.source.value for r in fresh)),
+                "by_source": by_source,
             },
         )
     return Committed(
@@ -354,6 +437,20 @@ def commit_directives(
         message={"role": "user", "content": text, "directive_ids": list(ids)},
         fired=tuple(ids),
     )
+
+
+def _check_transcript(value: object) -> Transcript:
+    global _CHECK_TRANSCRIPT
+    if _CHECK_TRANSCRIPT is None:
+        # Imported on first use: the transcript module builds on this one (rendering, the
+        # commit index); an import statement per call costs more than the commit's checks.
+        from .transcript import check_transcript
+
+        _CHECK_TRANSCRIPT = check_transcript
+    return _CHECK_TRANSCRIPT(value)
+
+
+_CHECK_TRANSCRIPT: Callable[[object], Transcript] | None = None
 
 
 def _serialize(message: object) -> str:

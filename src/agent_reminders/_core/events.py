@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LIFECYCLE_TOPIC", "EventLog", "EventRecord", "Kind", "check_log"]
+__all__ = ["DEFAULT_MAX_RECORDS", "LIFECYCLE_TOPIC", "EventLog", "EventRecord", "Kind", "check_log"]
 
 LIFECYCLE_TOPIC = "transcript.reminder.lifecycle"
+_LIFECYCLE_PREFIX = "transcript.reminder."
+DEFAULT_MAX_RECORDS = 100_000
 
 
 class Kind:
@@ -41,20 +44,29 @@ Subscriber = Callable[[EventRecord], None]
 class _Shared:
     """Records and subscribers, shared by a log and every view bound from it."""
 
-    __slots__ = ("lock", "records", "subscribers")
+    __slots__ = ("lock", "records", "seq", "subscribers")
 
-    def __init__(self) -> None:
+    def __init__(self, max_records: int) -> None:
         self.lock = threading.Lock()
-        self.records: list[EventRecord] = []
+        # A deque with maxlen drops the oldest record in O(1) when a new one arrives.
+        self.records: deque[EventRecord] = deque(maxlen=max_records)
+        self.seq = 0  # records ever emitted; keeps counting past the bound
         self.subscribers: list[tuple[str, Subscriber]] = []
 
 
 class EventLog:
-    """An in-memory, ordered log of lifecycle records.
+    """An in-memory, ordered log of lifecycle records, bounded to the latest ``max_records``.
 
     A log may carry the ids that lifecycle payloads need (``session_id``, ``task_id``,
-    ``agent_id``). :meth:`bind` returns a view that shares the records and subscribers but
-    stamps other ids — so a parent session and its sub-agents can write to one log.
+    ``agent_id``). :meth:`bind` returns a view that shares the records, the bound and the
+    subscribers but stamps other ids — so a parent session and its sub-agents can write to
+    one log.
+
+    The log keeps at most ``max_records`` records (default :data:`DEFAULT_MAX_RECORDS`): when
+    a new one arrives beyond that, the oldest is dropped and counted in
+    :attr:`dropped_count`; ``seq`` keeps counting, so ``records[0].seq - 1 == dropped_count``.
+    Subscribers see every record. A full, durable log is a store's job (spec 06): subscribe
+    one to the log, or write each record to a sink as it is emitted.
 
     Example:
         >>> log = EventLog()
@@ -64,6 +76,11 @@ class EventLog:
         >>> [r.kind for r in seen]
         ['transcript.reminder.fired']
         >>> stop()
+        >>> small = EventLog(max_records=2)
+        >>> for n in range(3):
+        ...     _ = small.emit("demo.tick", {"n": n})
+        >>> [r.seq for r in small.records], small.dropped_count
+        ([2, 3], 1)
     """
 
     def __init__(
@@ -72,8 +89,11 @@ class EventLog:
         session_id: str | None = None,
         task_id: str | None = None,
         agent_id: str | None = None,
+        max_records: int = DEFAULT_MAX_RECORDS,
     ) -> None:
-        self._shared = _Shared()
+        if type(max_records) is not int or max_records < 1:
+            raise ValueError(f"max_records must be an int >= 1; got {max_records!r}")
+        self._shared = _Shared(max_records)
         self.session_id = session_id
         self.task_id = task_id
         self.agent_id = agent_id
@@ -85,7 +105,10 @@ class EventLog:
         task_id: str | None = None,
         agent_id: str | None = None,
     ) -> EventLog:
-        """Return a view of this log that stamps the given ids on lifecycle records."""
+        """Return a view of this log that stamps the given ids on lifecycle records.
+
+        The view shares the records, the ``max_records`` bound and the subscribers.
+        """
         view = EventLog.__new__(EventLog)
         view._shared = self._shared
         view.session_id = session_id
@@ -95,9 +118,23 @@ class EventLog:
 
     @property
     def records(self) -> list[EventRecord]:
-        """A snapshot list of every record, in emission order."""
+        """A snapshot list of the records kept (the latest ``max_records``), in order."""
         with self._shared.lock:
             return list(self._shared.records)
+
+    @property
+    def max_records(self) -> int:
+        """How many records the log keeps before it drops the oldest."""
+        bound = self._shared.records.maxlen
+        assert bound is not None  # always made with a bound
+        return bound
+
+    @property
+    def dropped_count(self) -> int:
+        """How many of the oldest records were dropped to keep the bound."""
+        shared = self._shared
+        with shared.lock:
+            return shared.seq - len(shared.records)
 
     def __iter__(self) -> Iterator[EventRecord]:
         return iter(self.records)
@@ -106,7 +143,7 @@ class EventLog:
         return len(self._shared.records)
 
     def kinds(self, prefix: str = "") -> list[str]:
-        """The kinds of the records so far (optionally only those starting with ``prefix``)."""
+        """The kinds of the records kept (optionally only those starting with ``prefix``)."""
         return [r.kind for r in self.records if r.kind.startswith(prefix)]
 
     def emit(
@@ -117,21 +154,30 @@ class EventLog:
         ``topic`` defaults to the lifecycle topic for ``transcript.reminder.*`` kinds and to
         the kind's first dotted segment otherwise (``loop.checkpoint`` → ``loop``).
         """
-        if not isinstance(kind, str) or not kind:
+        if not kind or (type(kind) is not str and not isinstance(kind, str)):
             raise TypeError("kind must be a non-empty string")
-        if payload is not None and not isinstance(payload, Mapping):
+        if payload is None:
+            data: dict[str, Any] = {}
+        elif type(payload) is dict or isinstance(payload, Mapping):
+            data = dict(payload)
+        else:
             raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
         if topic is None:
-            topic = (
-                LIFECYCLE_TOPIC if kind.startswith("transcript.reminder.") else kind.split(".")[0]
-            )
+            topic = LIFECYCLE_TOPIC if kind.startswith(_LIFECYCLE_PREFIX) else kind.split(".")[0]
+        return self._append(kind, topic, data)
+
+    def _append(self, kind: str, topic: str, payload: dict[str, Any]) -> EventRecord:
+        """Record ``payload`` (owned by the log from now on) and notify the subscribers."""
         shared = self._shared
         with shared.lock:
-            record = EventRecord(
-                seq=len(shared.records) + 1, topic=topic, kind=kind, payload=dict(payload or {})
-            )
+            shared.seq += 1
+            record = EventRecord(seq=shared.seq, topic=topic, kind=kind, payload=payload)
             shared.records.append(record)
-            subscribers = [fn for prefix, fn in shared.subscribers if kind.startswith(prefix)]
+            subscribers = (
+                [fn for prefix, fn in shared.subscribers if kind.startswith(prefix)]
+                if shared.subscribers
+                else ()
+            )
         for fn in subscribers:
             fn(record)
         return record
@@ -140,7 +186,7 @@ class EventLog:
         """Emit a lifecycle record whose payload starts with the three ids.
 
         ``session_id`` is the log's own, else ``fallback_session_id`` (the transcript id);
-        ``agent_id`` defaults to the session id.
+        ``agent_id`` defaults to the session id. ``payload`` is copied.
         """
         session_id = self.session_id or fallback_session_id
         full = {
@@ -149,7 +195,7 @@ class EventLog:
             "agent_id": self.agent_id or session_id,
         }
         full.update(payload)
-        self.emit(kind, full, topic=LIFECYCLE_TOPIC)
+        self._append(kind, LIFECYCLE_TOPIC, full)
 
     def subscribe(self, callback: Subscriber, *, kind_prefix: str = "") -> Callable[[], None]:
         """Call ``callback(record)`` for every later record whose kind starts with the prefix.

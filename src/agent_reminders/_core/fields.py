@@ -20,7 +20,6 @@ field accepts. In the input profiles (options, payloads) ``None`` means "not giv
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -270,7 +269,9 @@ def _lenient_tags(value: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in kept if lone_surrogate(t) is None))
 
 
-_enum_wire: Callable[[StrEnum], str] = operator.attrgetter("value")
+# str.__str__ gives a StrEnum member's value as a plain str, without the enum's (slow)
+# ``value`` descriptor.
+_enum_wire: Callable[[StrEnum], str] = str.__str__
 
 
 def _list_wire(value: tuple[str, ...]) -> list[str]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .envelope import best_by_key
+from .envelope import Pending, best_by_key
 from .errors import ReminderError
 from .events import EventLog, Kind, check_log
 from .fields import (
@@ -150,12 +150,14 @@ def insert_reminder(
         raise TypeError(f"reminder must be a Reminder, not {type(reminder).__name__}")
     log = check_log(event_log)
     key = reminder.dedupe_key
-    kept: list[Reminder] = []
+    kept: list[Pending] = []
     replaced: list[Reminder] = []
-    for pending in transcript.reminders:
-        (replaced if key is not None and pending.dedupe_key == key else kept).append(pending)
-    kept.append(reminder)
-    result = transcript.with_reminders(kept)
+    for pending in transcript.pending:
+        if key is not None and pending.dedupe_key == key:
+            replaced.append(pending.reminder)  # only ids are reported: no current TTL needed
+        else:
+            kept.append(pending)
+    result = transcript.with_entry(Pending(reminder, transcript.aging_passes), kept)
     if log is not None:
         if replaced:
             _deduped(log, result, replaced, reminder)
@@ -227,10 +229,12 @@ def clear_reminders(
             and (sel.dedupe_key is None or r.dedupe_key == sel.dedupe_key)
         )
 
-    removed = [r for r in transcript.reminders if matches(r)]
+    removed = [transcript.current(e) for e in transcript.pending if matches(e.reminder)]
     if not removed:
         return Cleared(transcript=transcript, removed_count=0)
-    result = transcript.with_reminders(r for r in transcript.reminders if not matches(r))
+    result = transcript.with_pending(
+        (e for e in transcript.pending if not matches(e.reminder)), kept_only=True
+    )
     if log is not None:
         for r in removed:
             _expired(log, result, r, "cleared", turn=None, boundary="clear")
@@ -246,19 +250,37 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
     transcript = check_transcript(transcript)
     turn = check_turn(turn)
     log = check_log(event_log)
-    kept: list[Reminder] = []
+    clock = transcript.aging_passes
+    entries = transcript.pending
+    kept: list[Pending] = []
     expired: list[Reminder] = []
+    skipped = False  # a finite-TTL entry this pass does not age (created for a later turn)
     decremented = 0
-    for r in transcript.reminders:
-        ttl = r.ttl_turns
-        if ttl is None or r.fired_at_turn > turn:
-            kept.append(r)
-        elif ttl <= 1:
-            expired.append(r)
+    for e in entries:
+        deadline = e.deadline
+        if deadline is None:
+            kept.append(e)
+        elif e.fired_at_turn > turn:
+            kept.append(e)
+            skipped = True
+        elif deadline - clock <= 1:
+            expired.append(transcript.current(e))
         else:
-            kept.append(evolve_unchecked(r, ttl_turns=ttl - 1))
+            kept.append(e)  # ages by the clock alone
             decremented += 1
-    result = transcript.with_reminders(kept) if expired or decremented else transcript
+    if not expired and not decremented:
+        result = transcript  # nothing ages: the clock stays
+    else:
+        if skipped:  # keep the TTL of what this pass does not age
+            kept = [
+                e.deferred() if e.deadline is not None and e.fired_at_turn > turn else e
+                for e in kept
+            ]
+        result = transcript.with_pending(
+            entries if len(kept) == len(entries) and not skipped else kept,
+            aging_passes=clock + 1,
+            kept_only=True,
+        )
     if log is not None:
         for r in expired:
             _expired(log, result, r, "ttl", turn=turn, boundary="post_turn")

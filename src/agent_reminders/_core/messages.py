@@ -70,14 +70,19 @@ class _SurrogateFoundError(Exception):
 def _copy_checked(value: Any) -> Any:
     """A read-only deep copy (:class:`FrozenDict` / :class:`FrozenList`) that refuses text
     with a lone surrogate (it cannot be sent)."""
-    if isinstance(value, str):
+    # Exact types first: an ABC isinstance check costs several times a type comparison, and
+    # this runs on every value of every message.
+    kind = type(value)
+    if kind is str or (kind not in _PLAIN and isinstance(value, str)):
         if value.isascii():
             return value
         at = lone_surrogate(value)
         if at is not None:
             raise _SurrogateFoundError(value, at)
         return value
-    if isinstance(value, Mapping):
+    if kind in _SCALARS:
+        return value
+    if kind is dict or kind is FrozenDict or isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
             try:
@@ -86,7 +91,7 @@ def _copy_checked(value: Any) -> Any:
                 found.path = f".{key}{found.path}"
                 raise
         return FrozenDict(out)
-    if isinstance(value, list | tuple):
+    if kind is list or kind is FrozenList or isinstance(value, list | tuple):
         items = []
         for index, item in enumerate(value):
             try:
@@ -96,6 +101,10 @@ def _copy_checked(value: Any) -> Any:
                 raise
         return FrozenList(items)
     return value
+
+
+_SCALARS: frozenset[type] = frozenset({int, float, bool, type(None)})
+_PLAIN: frozenset[type] = _SCALARS | {dict, list, tuple, FrozenDict, FrozenList}
 
 
 def _surrogate_error(where: str, found: _SurrogateFoundError) -> MessageError:
@@ -126,29 +135,32 @@ def validate_message(message: object, where: str = "message") -> Message:
         MessageError: ``RMD-101`` naming the path of the bad value (e.g. ``message.role``),
             also for text with a lone surrogate.
     """
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         raise TypeError(f"{where} must be a mapping, not {type(message).__name__}")
     role = message.get("role")
     if role not in ROLES:
         raise _bad(f"{where}.role", f"must be one of assistant, system, tool, user; got {role!r}")
     content = message.get("content")
-    if not isinstance(content, str | list):
+    if type(content) is not str and not isinstance(content, str | list):
         raise _bad(f"{where}.content", f"must be a string or a list of blocks; got {content!r}")
-    if isinstance(content, list):
+    if type(content) is not str and isinstance(content, list):
         for i, block in enumerate(content):
-            if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            if (type(block) is not dict and not isinstance(block, Mapping)) or not isinstance(
+                block.get("type"), str
+            ):
                 raise _bad(f"{where}.content[{i}]", "must be a mapping with a string 'type'")
     calls = message.get("tool_calls")
     if calls is not None:
         if not isinstance(calls, list | tuple):
             raise _bad(f"{where}.tool_calls", "must be a list")
         for i, call in enumerate(calls):
-            if not isinstance(call, Mapping):
+            if type(call) is not dict and not isinstance(call, Mapping):
                 raise _bad(f"{where}.tool_calls[{i}]", "must be a mapping")
             for key in ("id", "name"):
                 if not isinstance(call.get(key), str) or not call[key]:
                     raise _bad(f"{where}.tool_calls[{i}].{key}", "must be a non-empty string")
-            if not isinstance(call.get("arguments"), Mapping):
+            arguments = call.get("arguments")
+            if type(arguments) is not dict and not isinstance(arguments, Mapping):
                 raise _bad(f"{where}.tool_calls[{i}].arguments", "must be a mapping")
     for key in ("tool_call_id", "name"):
         if key in message and not isinstance(message[key], str):

@@ -1,4 +1,20 @@
-"""The Transcript value and its serialized event view."""
+"""The Transcript value and its serialized event view.
+
+How the pending queue is stored. A transcript keeps its pending reminders as
+:class:`~.envelope.Pending` entries — each the reminder as stamped when it entered the queue,
+its projection keys (computed once) and its TTL as a *deadline* on the transcript's aging
+clock, ``aging_passes`` (how many post-turn passes aged something). The current TTL of an
+entry is ``deadline - aging_passes``; so a post-turn pass that merely ages reminders advances
+the clock and allocates nothing per reminder (only a reminder a pass skips — created for a
+later turn — gets a new entry, one pass later). :attr:`Transcript.reminders` materialises
+``Reminder`` values with their current ``ttl_turns`` when read (once per transcript,
+cached), and ``commit_directives`` materialises only the directives it renders.
+
+The transcript also knows which pending ids no message's ``directive_ids`` holds yet
+(:attr:`Transcript.uncommitted_ids`, computed once and carried through the transforms that
+keep it exact): when it is empty nothing can be new, and ``commit_directives`` skips the
+projection altogether.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +23,13 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast, overload
 
-from .envelope import CommitIndex, message_text
+from .envelope import CommitIndex, Pending, message_text
 from .errors import ReminderError, StateError
 from .events import EventLog, Kind
 from .fields import lenient_dict, lenient_values
 from .ids import new_id
-from .messages import FrozenDict, copy_json, validate_message
-from .records import Message, Reminder
+from .messages import FrozenDict, FrozenList, copy_json, validate_message
+from .records import Message, Reminder, evolve_unchecked
 
 __all__ = [
     "MessageView",
@@ -123,11 +139,25 @@ class Transcript:
         (1, ())
     """
 
-    __slots__ = ("_invalid", "_len", "_log", "_messages", "audit", "id", "reminders")
+    __slots__ = (
+        "_clock",
+        "_invalid",
+        "_len",
+        "_log",
+        "_messages",
+        "_pending",
+        "_reminders",
+        "_uncommitted",
+        "audit",
+        "id",
+    )
 
     id: str
-    reminders: tuple[Reminder, ...]
     audit: tuple[dict[str, Any], ...]
+    _pending: tuple[Pending, ...]
+    _clock: int
+    _reminders: tuple[Reminder, ...] | None
+    _uncommitted: frozenset[str] | None
     _log: _Log
     _len: int
     _invalid: tuple[tuple[str, dict[str, Any]], ...]
@@ -143,16 +173,18 @@ class Transcript:
         if id is not None and (not isinstance(id, str) or not id.strip()):
             raise ReminderError("RMD-001", f"transcript id must be a non-blank string; got {id!r}")
         checked = [validate_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        pending = _check_reminders(reminders)
+        pending = _entries(reminders, 0)
         log = _Log(checked)
-        self._init(id or new_id(), log, len(log.messages), pending, ())
+        self._init(id or new_id(), log, len(log.messages), pending, 0, None, ())
 
     def _init(
         self,
         id: str,
         log: _Log,
         length: int,
-        reminders: tuple[Reminder, ...],
+        pending: tuple[Pending, ...],
+        clock: int,
+        uncommitted: frozenset[str] | None,
         invalid: tuple[tuple[str, dict[str, Any]], ...],
         audit: tuple[dict[str, Any], ...] = (),
     ) -> None:
@@ -161,7 +193,10 @@ class Transcript:
         set_(self, "id", id)
         set_(self, "_log", log)
         set_(self, "_len", length)
-        set_(self, "reminders", reminders)
+        set_(self, "_pending", pending)
+        set_(self, "_clock", clock)
+        set_(self, "_reminders", None)
+        set_(self, "_uncommitted", uncommitted)
         set_(self, "_invalid", invalid)
         set_(self, "_messages", None)
 
@@ -170,16 +205,22 @@ class Transcript:
         *,
         log: _Log | None = None,
         length: int | None = None,
-        reminders: tuple[Reminder, ...] | None = None,
+        pending: tuple[Pending, ...] | None = None,
+        clock: int | None = None,
+        uncommitted: frozenset[str] | None = None,
         invalid: tuple[tuple[str, dict[str, Any]], ...] | None = None,
         audit: tuple[dict[str, Any], ...] | None = None,
     ) -> Transcript:
+        """A transcript with the given parts replaced; ``uncommitted`` must be exact for the
+        new parts, or ``None`` (computed when first asked)."""
         new = Transcript.__new__(Transcript)
         new._init(
             self.id,
             self._log if log is None else log,
             self._len if length is None else length,
-            self.reminders if reminders is None else reminders,
+            self._pending if pending is None else pending,
+            self._clock if clock is None else clock,
+            uncommitted,
             self._invalid if invalid is None else invalid,
             self.audit if audit is None else audit,
         )
@@ -205,7 +246,81 @@ class Transcript:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Transcript(id={self.id!r}, messages={self._len}, reminders={len(self.reminders)})"
+        return f"Transcript(id={self.id!r}, messages={self._len}, reminders={len(self._pending)})"
+
+    # -- pending reminders ------------------------------------------------------------------
+
+    @property
+    def reminders(self) -> tuple[Reminder, ...]:
+        """The pending reminders in queue order, each with its current ``ttl_turns``."""
+        cached = self._reminders
+        if cached is None:
+            current = self.current
+            cached = tuple(current(e) for e in self._pending)
+            object.__setattr__(self, "_reminders", cached)
+        return cached
+
+    @property
+    def pending(self) -> tuple[Pending, ...]:
+        """The pending queue as stored (see the module docstring), in queue order."""
+        return self._pending
+
+    @property
+    def aging_passes(self) -> int:
+        """The aging clock the pending entries' TTL deadlines are counted on."""
+        return self._clock
+
+    def current(self, entry: Pending) -> Reminder:
+        """The reminder of a pending ``entry`` of this transcript, with its current TTL."""
+        reminder = entry.reminder
+        deadline = entry.deadline
+        if deadline is None or deadline - self._clock == reminder.ttl_turns:
+            return reminder
+        return evolve_unchecked(reminder, ttl_turns=deadline - self._clock)
+
+    @property
+    def uncommitted_ids(self) -> frozenset[str]:
+        """Ids of pending reminders that no message's ``directive_ids`` holds."""
+        cached = self._uncommitted
+        if cached is None:
+            cached = self._uncommitted_of(self._pending)
+            object.__setattr__(self, "_uncommitted", cached)
+        return cached
+
+    def _uncommitted_of(self, entries: Iterable[Pending]) -> frozenset[str]:
+        at, length = self._log.index.directive_at, self._len
+        return frozenset(e.id for e in entries if at.get(e.id, length) >= length)
+
+    def with_pending(
+        self,
+        entries: Iterable[Pending],
+        *,
+        aging_passes: int | None = None,
+        kept_only: bool = False,
+    ) -> Transcript:
+        """A transcript with the same history and ``entries`` (made for this transcript's
+        clock, or for ``aging_passes`` when given) as its pending queue.
+
+        ``kept_only=True`` says the entries are some of this transcript's own (a removal, a
+        re-stamp of the deadline), so which of them are uncommitted is known already.
+        """
+        pending = entries if isinstance(entries, tuple) else tuple(entries)
+        known = self._uncommitted
+        uncommitted: frozenset[str] | None = None
+        if kept_only and known is not None:
+            uncommitted = frozenset(e.id for e in pending if e.id in known) if known else known
+        return self._derive(pending=pending, clock=aging_passes, uncommitted=uncommitted)
+
+    def with_entry(self, entry: Pending, kept: Iterable[Pending]) -> Transcript:
+        """A transcript whose queue is ``kept`` (some of this one's entries, in order) and
+        then ``entry``, a new one made for this transcript's clock: an insertion."""
+        pending = (*kept, entry)
+        known = self._uncommitted
+        uncommitted: frozenset[str] | None = None
+        if known is not None:
+            kept_ids = {e.id for e in pending[:-1]}
+            uncommitted = (known & kept_ids) | self._uncommitted_of((entry,))
+        return self._derive(pending=pending, uncommitted=uncommitted)
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -239,15 +354,31 @@ class Transcript:
             TypeError: ``message`` is not a mapping.
             MessageError: ``RMD-101`` naming the path of the bad value.
         """
-        owned = validate_message(message)
+        return self._append_owned(validate_message(message))
+
+    def append_envelope(self, text: str, directive_ids: Sequence[str]) -> Transcript:
+        """Append the envelope message ``commit_directives`` builds:
+        ``{"role": "user", "content": text, "directive_ids": [...]}``.
+
+        Its text is rendered from validated reminders (their bodies were checked when they
+        were made), so it is stored without validating it again.
+        """
+        owned = FrozenDict(role="user", content=text, directive_ids=FrozenList(directive_ids))
+        return self._append_owned(cast(Message, owned))
+
+    def _append_owned(self, owned: Message) -> Transcript:
+        # One more message can only commit the ids it lists.
+        known = self._uncommitted
+        if known:
+            known = known.difference(owned.get("directive_ids") or ())
         log = self._log
         with log.lock:
             if len(log.messages) == self._len:
                 log.add(owned)
-                return self._derive(length=self._len + 1)
+                return self._derive(length=self._len + 1, uncommitted=known)
         forked = _Log(log.messages[: self._len])
         forked.add(owned)
-        return self._derive(log=forked, length=self._len + 1)
+        return self._derive(log=forked, length=self._len + 1, uncommitted=known)
 
     def with_messages(self, messages: Iterable[Message]) -> Transcript:
         """A transcript whose history is replaced by ``messages`` (validated): compaction."""
@@ -257,11 +388,11 @@ class Transcript:
 
     def with_reminders(self, reminders: Iterable[Reminder]) -> Transcript:
         """A transcript with the same history and ``reminders`` as its pending queue."""
-        return self._derive(reminders=_check_reminders(reminders))
+        return self._derive(pending=_entries(reminders, self._clock))
 
     def with_audit(self, event: Mapping[str, Any]) -> Transcript:
         """Record an audit-only entry: kept in the event view, never sent to the model."""
-        return self._derive(audit=(*self.audit, copy_json(event)))
+        return self._derive(audit=(*self.audit, copy_json(event)), uncommitted=self._uncommitted)
 
     def is_committed(self, reminder: Reminder) -> bool:
         """Whether ``reminder`` is already in history: its id in some message's
@@ -286,7 +417,7 @@ class Transcript:
                 event_log.lifecycle(
                     Kind.DROPPED, self.id, {"reminder_id": reported, "reason": "invalid"}
                 )
-        return self._derive(invalid=())
+        return self._derive(invalid=(), uncommitted=self._uncommitted)
 
     # -- event view and JSON ----------------------------------------------------------------
 
@@ -346,7 +477,9 @@ class Transcript:
             id or new_id(),
             log,
             len(log.messages),
-            _check_reminders(reminders),
+            _entries(reminders, 0),
+            0,
+            None,
             tuple(invalid),
             tuple(audit),
         )
@@ -414,12 +547,12 @@ def check_transcript(value: object) -> Transcript:
     return value
 
 
-def _check_reminders(reminders: Iterable[Reminder]) -> tuple[Reminder, ...]:
+def _entries(reminders: Iterable[Reminder], clock: int) -> tuple[Pending, ...]:
     pending = tuple(reminders)
     for r in pending:
         if not isinstance(r, Reminder):
             raise TypeError(f"reminders must be Reminder values, not {type(r).__name__}")
-    return pending
+    return tuple(Pending(r, clock) for r in pending)
 
 
 def message_event(message: Message, event_id: str) -> dict[str, Any]:

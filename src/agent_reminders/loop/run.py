@@ -134,7 +134,7 @@ class _Run:
         session = self.session
         if self.hooks is None:
             await session.afire(name, payload)
-        elif session.fires_blocking(name):
+        elif session.fires_blocking(name, payload):
             import anyio.to_thread
 
             dispatch = functools.partial(self.hooks.dispatch, name, payload, session=session)

@@ -145,6 +145,11 @@ class ProviderSpec:
             when reminder options are parsed (canonical providers only).
         blocking: ``evaluate`` does blocking I/O (``project_facts`` reads SQLite); the loop
             runs it in a worker thread.
+        blocks_when: For a ``blocking`` provider, ``blocks_when(ctx)`` says whether this
+            evaluation would do its blocking I/O (``project_facts`` on
+            ``on_budget_threshold`` reads the store only above its refresh ratio); when it
+            says no, the loop evaluates it inline and skips the worker thread. ``None``: every
+            evaluation may block. It must be cheap and do no I/O.
     """
 
     id: str
@@ -154,6 +159,7 @@ class ProviderSpec:
     blocking: bool = False
     description: str = field(default="", compare=False)
     config_schema: ConfigSchema = field(default_factory=dict, compare=False)
+    blocks_when: Callable[[ProviderContext], bool] | None = field(default=None, compare=False)
 
 
 def _type_names(types: tuple[type, ...]) -> str:

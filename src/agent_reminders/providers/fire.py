@@ -40,9 +40,23 @@ def short_repeat_text(dedupe_key: str) -> str:
     return f"Reminder {dedupe_key!r} is unchanged since its previous full emission above."
 
 
-def is_blocking(providers: Iterable[ProviderSpec], event: str) -> bool:
-    """Whether any of ``providers`` subscribed to ``event`` does blocking I/O."""
-    return any(p.blocking and event in p.subscribes_to for p in providers)
+def is_blocking(
+    providers: Iterable[ProviderSpec],
+    event: str,
+    context: Callable[[ProviderSpec], ProviderContext] | None = None,
+) -> bool:
+    """Whether any of ``providers`` subscribed to ``event`` does blocking I/O.
+
+    With ``context`` (the context each provider would be evaluated with), a provider's
+    ``blocks_when`` is asked as well, so an evaluation that would not touch its I/O stays
+    inline.
+    """
+    return any(
+        p.blocking
+        and event in p.subscribes_to
+        and (context is None or p.blocks_when is None or p.blocks_when(context(p)))
+        for p in providers
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +145,8 @@ class FirePolicy:
             planned: list[_Plan] = []
             current = transcript()
             for item in parsed:
-                existing = _unchanged_durable(item, current.reminders)
+                # a durable reminder has no TTL: the stored one is current
+                existing = _unchanged_durable(item, (e.reminder for e in current.pending))
                 if existing is not None:
                     skipped.append(
                         {
@@ -186,8 +201,13 @@ class FirePolicy:
         same_text = {parsed.body}
         if self._full_bodies.get(key) == parsed.body:
             same_text.add(short)
-        for r in transcript.reminders:
-            if r.dedupe_key == key and r.body in same_text and transcript.is_committed(r):
+        for e in transcript.pending:
+            r = e.reminder
+            if (
+                r.dedupe_key == key
+                and r.body in same_text
+                and transcript.is_committed(transcript.current(e))
+            ):
                 return short
         self._full_bodies[key] = parsed.body
         return parsed.body

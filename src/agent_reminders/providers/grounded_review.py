@@ -9,6 +9,7 @@ and never treats a line that reports success as a failure.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shlex
@@ -252,8 +253,13 @@ def _verifier_of(words: list[str]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=512)
 def _classify(tool: str, command: str | None) -> tuple[str | None, bool]:
-    """Return ``(verification tool or None, is_file_viewer)`` for one tool call."""
+    """Return ``(verification tool or None, is_file_viewer)`` for one tool call.
+
+    A pure function of its arguments, remembered: one tool call is classified for
+    ``post_tool_use`` and again for ``post_step``, and shell-splitting is the costly part.
+    """
     name = re.split(r"__|\.", tool.lower().replace("-", "_"))[-1]
     if name in _VIEWERS:
         return None, True

@@ -12,7 +12,7 @@ from ..facts import DEFAULT_NAMESPACE, Fact, FactStore, normalize_kind
 from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
 from .token_pressure import context_window, live_tokens
 
-__all__ = ["CONFIG", "DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate", "reads_store"]
 
 DEFAULT_PATH = Path(".agent-reminders") / "facts.db"
 GENERIC_QUERY = "project decisions constraints conventions requirements architecture"
@@ -87,6 +87,23 @@ def _recall(config: Mapping[str, Any], payload: Mapping[str, Any], limit: int) -
         ) from exc
 
 
+def reads_store(ctx: ProviderContext) -> bool:
+    """Whether evaluating ``ctx`` reads the fact store (the spec's ``blocks_when``): always on
+    ``session_start``; on ``on_budget_threshold`` only when live tokens / window reaches
+    ``refresh_ratio``; never with ``max_facts=0``. Cheap and free of I/O, so the loop asks it
+    before deciding to hop to a worker thread."""
+    config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
+    if _max_facts(config) == 0:
+        return False
+    if ctx.event == "on_budget_threshold":
+        payload: Mapping[str, Any] = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+        used, window = live_tokens(payload), context_window(payload, config)
+        ratio = _number(config.get("refresh_ratio"), DEFAULT_REFRESH_RATIO)
+        if used is None or window is None or used < ratio * window:
+            return False
+    return True
+
+
 def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     """Recall up to ``max_facts`` facts and state them, best match first.
 
@@ -101,17 +118,11 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         ProviderSkippedError: the fact store exists but cannot be used (a directory, not a fact
             store, unreadable); the message names the file. A missing file is no error.
     """
+    if not reads_store(ctx):
+        return None
     config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
     payload: Mapping[str, Any] = ctx.payload if isinstance(ctx.payload, Mapping) else {}
-    limit = _max_facts(config)
-    if limit == 0:
-        return None
-    if ctx.event == "on_budget_threshold":
-        used, window = live_tokens(payload), context_window(payload, config)
-        ratio = _number(config.get("refresh_ratio"), DEFAULT_REFRESH_RATIO)
-        if used is None or window is None or used < ratio * window:
-            return None
-    facts = _recall(config, payload, limit)
+    facts = _recall(config, payload, _max_facts(config))
     if not facts:
         return None
     namespace = facts[0].namespace
@@ -142,5 +153,6 @@ PROVIDER = ProviderSpec(
     canonical=True,
     config_schema=CONFIG,
     blocking=True,
+    blocks_when=reads_store,
     description="States recorded project facts at session start and under context pressure.",
 )

@@ -56,6 +56,8 @@ class ProviderRegistry:
 
     def __init__(self) -> None:
         self._user: dict[str, ProviderSpec] = {}
+        self._version = 0  # bumped whenever the user providers change
+        self._enabled: tuple[ReminderOptions, int, tuple[ProviderSpec, ...]] | None = None
 
     def register(
         self,
@@ -104,6 +106,7 @@ class ProviderRegistry:
         if not names:
             raise ValueError(f"provider {id!r} subscribes to no event")
         events = tuple(dict.fromkeys(normalize_event(n) for n in names))
+        self._version += 1
         self._user.pop(id, None)
         self._user[id] = ProviderSpec(
             id=id, subscribes_to=events, evaluate=evaluate, blocking=blocking
@@ -111,10 +114,12 @@ class ProviderRegistry:
 
     def unregister(self, id: str) -> bool:
         """Remove a user provider; ``True`` only if it was registered."""
+        self._version += 1
         return self._user.pop(id, None) is not None
 
     def clear(self) -> None:
         """Remove every user provider."""
+        self._version += 1
         self._user.clear()
 
     def user_providers(self) -> list[ProviderSpec]:
@@ -127,8 +132,15 @@ class ProviderRegistry:
 
     def enabled(self, options: ReminderOptions) -> list[ProviderSpec]:
         """The providers ``options`` enables, in evaluation order."""
-        ids = enabled_provider_ids(options, user_ids=self._user)
-        return [p for p in self.all_providers() if p.id in ids]
+        # Asked several times per loop iteration: remembered for the last (frozen) options
+        # until the user providers change.
+        cached = self._enabled
+        if cached is None or cached[0] is not options or cached[1] != self._version:
+            ids = enabled_provider_ids(options, user_ids=self._user)
+            specs = tuple(p for p in self.all_providers() if p.id in ids)
+            cached = (options, self._version, specs)
+            self._enabled = cached
+        return list(cached[2])
 
 
 def _is_async(fn: object) -> bool:
