@@ -179,3 +179,28 @@ def test_lint_still_reports_rmd_007_next_to_rmd_104() -> None:
         {"providers": ["a", "b"], "config": {"token_pressure": {"context_window": "x"}}}
     )
     assert [(d.code, d.severity) for d in found] == [("RMD-104", "error"), ("RMD-007", "info")]
+
+
+def test_an_unknown_provider_id_is_an_error_when_the_session_fires() -> None:
+    """Issue 8: ``Session(reminders={"providers": ["nope"]})`` no longer passes silently: an id
+    that is neither canonical nor registered by the first fire is a ConfigError naming the
+    known ones (ids registered before that are user providers, spec 02 §5)."""
+    from agent_reminders import ConfigError, Session
+
+    session = Session(reminders={"providers": ["nope"], "config": {"other": {}}})
+    with pytest.raises(ConfigError) as info:
+        session.fire("post_step")
+    message = info.value.message
+    assert "'nope'" in message
+    assert "'other'" in message
+    assert "token_pressure" in message  # the known ones
+    session.providers.register("nope", subscribes_to="post_step", evaluate=lambda c: None)
+    session.providers.register("other", subscribes_to="post_step", evaluate=lambda c: None)
+    assert session.fire("post_step").fired_count == 0  # now both are user providers
+
+
+def test_a_disabled_session_does_not_check_provider_ids() -> None:
+    from agent_reminders import Session
+
+    session = Session(reminders={"enabled": False, "providers": ["nope"]})
+    assert session.fire("post_step").fired_count == 0

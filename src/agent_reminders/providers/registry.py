@@ -130,17 +130,40 @@ class ProviderRegistry:
         """Canonical providers in their fixed order, then user providers."""
         return [*CANONICAL_PROVIDERS, *self._user.values()]
 
+    def _check_named(self, options: ReminderOptions) -> None:
+        unknown = _unknown_named(options, self._user)
+        if unknown:
+            known = ", ".join([*(p.id for p in CANONICAL_PROVIDERS), *self._user])
+            raise ConfigError(
+                f"reminder options name unknown provider(s) {', '.join(map(repr, unknown))}: "
+                f"neither canonical nor registered on this session; known: {known}. Register "
+                "a user provider (session.providers.register) before the session fires"
+            )
+
     def enabled(self, options: ReminderOptions) -> list[ProviderSpec]:
-        """The providers ``options`` enables, in evaluation order."""
+        """The providers ``options`` enables, in evaluation order.
+
+        Raises:
+            ConfigError: ``options`` name an id that is neither canonical nor registered.
+        """
         # Asked several times per loop iteration: remembered for the last (frozen) options
         # until the user providers change.
         cached = self._enabled
         if cached is None or cached[0] is not options or cached[1] != self._version:
+            if options.enabled:
+                self._check_named(options)
             ids = enabled_provider_ids(options, user_ids=self._user)
             specs = tuple(p for p in self.all_providers() if p.id in ids)
             cached = (options, self._version, specs)
             self._enabled = cached
         return list(cached[2])
+
+
+def _unknown_named(options: ReminderOptions, user_ids: Iterable[str]) -> list[str]:
+    """Ids named in ``options.providers`` or ``options.config`` that no provider has."""
+    known = set(_CANONICAL_IDS) | set(user_ids)
+    named = [entry.lstrip("-").strip() for entry in options.providers] + list(options.config)
+    return [pid for pid in dict.fromkeys(named) if pid not in known]
 
 
 def _is_async(fn: object) -> bool:
