@@ -237,7 +237,7 @@ class RecordingModelServer:
     # -- request handling (runs in the server's threads) --------------------------------------
 
     def _make_handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+        answer = self._answer
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -248,7 +248,7 @@ class RecordingModelServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
-                status, payload, headers = server._answer(
+                status, payload, headers = answer(
                     self.command, self.path, dict(self.headers.items()), raw
                 )
                 data = json.dumps(payload).encode("utf-8")
