@@ -130,7 +130,11 @@ class RecordingModelServer:
 
     - ``{"error": "message", "status": 500}`` answers with that HTTP error in the provider's
       error shape (``headers`` may add response headers, e.g. ``{"retry-after": "0"}``);
-    - ``"raw_usage": {...}`` on a reply is sent as the response's ``usage`` object verbatim.
+    - ``"raw_usage": {...}`` on a reply is sent as the response's ``usage`` object verbatim;
+    - ``{"raw_response": {...}}`` is sent as the whole response body (status 200) verbatim,
+      for shapes a neutral reply cannot express (e.g. tool-call arguments that are not JSON).
+
+    What the server answered is kept in ``replies`` (``(status, body)``, one per request).
 
     Usage, unless scripted: the prompt is cut into items (the tools, the system text, each
     message or input item; Anthropic ``cache_control`` markers removed) and one token is 4
@@ -179,6 +183,7 @@ class RecordingModelServer:
         self.cached_tokens = cached_tokens
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
+        self.replies: list[tuple[int, Any]] = []
         self._next = 0
         self._count = 0
         self._previous: dict[tuple[Api, str], list[str]] = {}
@@ -193,7 +198,7 @@ class RecordingModelServer:
 
     @staticmethod
     def _check(item: ServerReply, index: int) -> None:
-        if isinstance(item, Mapping) and "error" in item:
+        if isinstance(item, Mapping) and ("error" in item or "raw_response" in item):
             return
         if isinstance(item, Mapping) and "raw_usage" in item:
             item = {k: v for k, v in item.items() if k != "raw_usage"}
@@ -238,6 +243,7 @@ class RecordingModelServer:
 
     def _make_handler(self) -> type[BaseHTTPRequestHandler]:
         answer = self._answer
+        record = self._record_reply
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -251,6 +257,7 @@ class RecordingModelServer:
                 status, payload, headers = answer(
                     self.command, self.path, dict(self.headers.items()), raw
                 )
+                record(status, payload)
                 data = json.dumps(payload).encode("utf-8")
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -261,6 +268,10 @@ class RecordingModelServer:
                 self.wfile.write(data)
 
         return Handler
+
+    def _record_reply(self, status: int, payload: Any) -> None:
+        with self._lock:
+            self.replies.append((status, payload))
 
     def _answer(
         self, method: str, target: str, headers: dict[str, str], raw: bytes
@@ -299,6 +310,8 @@ class RecordingModelServer:
             status = int(reply.get("status", 500))
             extra = {str(k): str(v) for k, v in (reply.get("headers") or {}).items()}
             return status, _error_body(api, status, str(reply["error"])), extra
+        if isinstance(reply, Mapping) and "raw_response" in reply:
+            return 200, reply["raw_response"], {}
         raw_usage: Any = None
         if isinstance(reply, Mapping) and "raw_usage" in reply:
             raw_usage = reply["raw_usage"]
@@ -357,12 +370,15 @@ class RecordingModelServer:
                 usage["input_tokens_details"] = {"cached_tokens": cached}
             usage["output_tokens_details"] = {"reasoning_tokens": 0}
             return usage
+        if not self.cached_tokens:  # a server without a prompt cache: the whole prompt is new
+            return {"input_tokens": total, "output_tokens": output}
         read = cached or 0
-        usage = {"input_tokens": total - read - written, "output_tokens": output}
-        if self.cached_tokens:
-            usage["cache_read_input_tokens"] = read
-            usage["cache_creation_input_tokens"] = written
-        return usage
+        return {
+            "input_tokens": total - read - written,
+            "output_tokens": output,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written,
+        }
 
     def _measure(self, api: Api, body: Mapping[str, Any]) -> tuple[int, int, int]:
         """(total, cached, written to the cache) in tokens, against the previous request."""
