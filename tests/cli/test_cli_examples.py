@@ -85,7 +85,14 @@ def test_readme_example_runs() -> None:
 
 
 @pytest.mark.parametrize(
-    "doc", ["docs/core.md", "docs/session-loop.md", "docs/facts.md", "docs/generators.md"]
+    "doc",
+    [
+        "docs/core.md",
+        "docs/session-loop.md",
+        "docs/facts.md",
+        "docs/generators.md",
+        "docs/models.md",
+    ],
 )
 def test_doc_examples_run(doc: str) -> None:
     text = (ROOT / doc).read_text(encoding="utf-8")
