@@ -91,6 +91,7 @@ def test_readme_example_runs() -> None:
         "docs/session-loop.md",
         "docs/facts.md",
         "docs/generators.md",
+        "docs/wire-formats.md",
         "docs/models.md",
     ],
 )

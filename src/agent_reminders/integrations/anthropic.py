@@ -8,6 +8,7 @@ into neutral messages.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from .._core.errors import MessageError
@@ -26,8 +27,9 @@ from ._wire import (
 
 __all__ = ["CACHE_CONTROL", "LOOKBACK_BLOCKS", "from_anthropic", "to_anthropic"]
 
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
-"""The marker ``to_anthropic`` puts on a block (as its last key, ``cache_control``)."""
+CACHE_CONTROL: Mapping[str, str] = MappingProxyType({"type": "ephemeral"})
+"""The marker ``to_anthropic`` puts on a block (a fresh copy, as the block's last key,
+``cache_control``); read-only, so no caller can change what every later request sends."""
 
 LOOKBACK_BLOCKS = 20
 """How many blocks before a breakpoint the provider looks for an earlier cache entry."""
