@@ -18,7 +18,7 @@ from ._core.envelope import (
 )
 from ._core.errors import ConfigError, ReminderError
 from ._core.events import EventLog
-from ._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options
+from ._core.fields import OPTION_KEYS, ParsedOptions, coerce_enum, parse_reminder_options
 from ._core.ids import IdFactory, new_id
 from ._core.lifecycle import (
     Cleared,
@@ -232,7 +232,11 @@ class Session:
 
     def inject_from(self, options: Mapping[str, Any], *, source: Source | str) -> Injected:
         """Queue a reminder from strict options with another producer's ``source`` (hooks)."""
-        return self._insert(self._from_parsed(parse_reminder_options(options), Source(source)))
+        return self._insert(
+            self._from_parsed(
+                parse_reminder_options(options), coerce_enum(Source, source, "source")
+            )
+        )
 
     def clear(self, selector: Mapping[str, Any]) -> Cleared:
         """Remove pending reminders matching ``selector`` (``id``, ``tag``, ``dedupe_key``)."""
@@ -283,7 +287,9 @@ class Session:
                     tags=("generator", emission.generator_id),
                     dedupe_key=f"generator:{emission.generator_id}",
                     ttl_turns=1,
-                    authority=Authority(emission.authority or Authority.ADVISORY),
+                    authority=coerce_enum(
+                        Authority, emission.authority or Authority.ADVISORY, "authority"
+                    ),
                     source=Source.STDLIB_PROVIDER,
                     fired_at_turn=turn,
                 )
