@@ -1,4 +1,5 @@
-"""Test doubles users need: scripted and function models, event capture, builders.
+"""Test doubles users need: scripted and function models, a recording model server, event
+capture, builders.
 
 Example:
     >>> import anyio
@@ -17,18 +18,28 @@ Example:
 from .builders import assistant, make_session, text_of, tool_call, tool_result, user
 from .events import CapturedEvents, capture_events
 from .function import FunctionModel, ModelFunction
+from .recording_server import (
+    RecordedRequest,
+    RecordingModelServer,
+    ServerReply,
+    strip_cache_control,
+)
 from .scripted import ScriptedModel, ScriptExhaustedError, response_from
 
 __all__ = [
     "CapturedEvents",
     "FunctionModel",
     "ModelFunction",
+    "RecordedRequest",
+    "RecordingModelServer",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "ServerReply",
     "assistant",
     "capture_events",
     "make_session",
     "response_from",
+    "strip_cache_control",
     "text_of",
     "tool_call",
     "tool_result",

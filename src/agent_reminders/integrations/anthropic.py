@@ -1,0 +1,261 @@
+"""Anthropic Messages API wire format (pure, no SDK), with prompt-cache breakpoints.
+
+``to_anthropic`` turns a :class:`~agent_reminders.ModelRequest` into the ``system``,
+``messages`` and ``tools`` of a request body; ``from_anthropic`` reads an existing body back
+into neutral messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._core.errors import MessageError
+from .._core.records import Message
+from .._core.request import ModelRequest
+from ._wire import (
+    call_names,
+    checked_messages,
+    content_blocks,
+    copy_json,
+    is_plain_text_block,
+    message_list,
+    plain_content,
+    tool_specs,
+)
+
+__all__ = ["CACHE_CONTROL", "LOOKBACK_BLOCKS", "from_anthropic", "to_anthropic"]
+
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+"""The marker ``to_anthropic`` puts on a block (as its last key, ``cache_control``)."""
+
+LOOKBACK_BLOCKS = 20
+"""How many blocks before a breakpoint the provider looks for an earlier cache entry."""
+
+
+def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+    content = message["content"]
+    # An empty text block is refused by the API; an assistant turn may be tool calls only.
+    blocks = [] if content == "" else content_blocks(content)
+    blocks.extend(
+        {
+            "type": "tool_use",
+            "id": call["id"],
+            "name": call["name"],
+            "input": copy_json(call["arguments"]),
+        }
+        for call in message.get("tool_calls") or ()
+    )
+    return blocks
+
+
+def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None  # the open tool_result user turn
+    for message in request.messages:
+        role = message["role"]
+        if role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id", ""),
+                "content": plain_content(message["content"]),
+            }
+            if results is None:
+                results = [block]
+                out.append({"role": "user", "content": results})
+            else:
+                results.append(block)
+            continue
+        # Anything else — the envelope above all — is a message of its own, so a turn an
+        # earlier request already sent is never changed.
+        results = None
+        if role == "assistant":
+            out.append({"role": "assistant", "content": _assistant_blocks(message)})
+        else:
+            # The Messages API has no system role inside messages: a later system message is
+            # sent as a user turn.
+            out.append({"role": "user", "content": content_blocks(message["content"])})
+    return out
+
+
+def _place_breakpoints(messages: list[dict[str, Any]]) -> None:
+    blocks = [m["content"] for m in messages]
+    ends: list[int] = []  # the global index of each message's last block (-1: none yet)
+    total = 0
+    for content in blocks:
+        total += len(content)
+        ends.append(total - 1)
+    last = next((i for i in range(len(messages) - 1, -1, -1) if blocks[i]), None)
+    if last is None:
+        return
+    blocks[last][-1]["cache_control"] = dict(CACHE_CONTROL)
+    assistant = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "assistant"), None
+    )
+    if assistant is None or assistant == 0 or not blocks[assistant - 1]:
+        return
+    previous_end = ends[assistant - 1]
+    if ends[last] - previous_end > LOOKBACK_BLOCKS:
+        blocks[assistant - 1][-1]["cache_control"] = dict(CACHE_CONTROL)
+
+
+def to_anthropic(request: ModelRequest, *, cache: bool = True) -> dict[str, Any]:
+    """The ``system``, ``messages`` and ``tools`` of a Messages API request.
+
+    Tool calls are ``tool_use`` blocks; the results of one assistant turn's calls are one
+    ``user`` message of ``tool_result`` blocks; every other neutral message (the envelope
+    above all) is a message of its own, so the envelope after tool results is the next
+    ``user`` message. Every content is a list of blocks (a string is one text block), so
+    markers can come and go without changing any other byte. Tools are ``{name, description,
+    input_schema}``.
+
+    With ``cache=True`` a ``cache_control`` marker goes on (1) the last system block, (2) the
+    last block of the last message and (3) the last block of the message just before the last
+    assistant message, when it lies more than :data:`LOOKBACK_BLOCKS` blocks before (2) —
+    where the previous request ended, which the provider's look-back would no longer reach.
+    With ``cache=False`` there are no markers and the output is byte-append-only.
+
+    Example:
+        >>> from agent_reminders import ModelRequest
+        >>> body = to_anthropic(ModelRequest(system="Be brief.",
+        ...                                  messages=[{"role": "user", "content": "hi"}]))
+        >>> body["system"]
+        [{'type': 'text', 'text': 'Be brief.', 'cache_control': {'type': 'ephemeral'}}]
+        >>> body["messages"]
+        [{'role': 'user', 'content': [{'type': 'text', 'text': 'hi', 'cache_control': {'type': 'ephemeral'}}]}]
+    """  # noqa: E501
+    system: list[dict[str, Any]] = (
+        [{"type": "text", "text": request.system}] if request.system else []
+    )
+    messages = _messages(request)
+    if cache:
+        if system:
+            system[-1]["cache_control"] = dict(CACHE_CONTROL)
+        _place_breakpoints(messages)
+    tools = [
+        {"name": name, "description": description, "input_schema": parameters}
+        for name, description, parameters in tool_specs(request.tools)
+    ]
+    return {"system": system, "messages": messages, "tools": tools}
+
+
+def _strip(value: Any) -> Any:
+    """A copy without any ``cache_control`` key (at any depth of the blocks)."""
+    if isinstance(value, Mapping):
+        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list | tuple):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _neutral_content(blocks: list[Any]) -> str | list[Any]:
+    """Blocks as neutral content: one plain text block is its string, none is ``""``."""
+    if not blocks:
+        return ""
+    if len(blocks) == 1 and is_plain_text_block(blocks[0]):
+        text: str = blocks[0]["text"]
+        return text
+    return blocks
+
+
+def _blocks(content: Any, where: str) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise MessageError(f"{where}: must be a string or a list of blocks; got {content!r}")
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise MessageError(f"{where}[{i}]: must be a mapping with a string 'type'")
+    return list(content)
+
+
+def _from_user(
+    blocks: list[Any], where: str, names: Mapping[str, str]
+) -> list[tuple[dict[str, Any], str]]:
+    """A user turn: each ``tool_result`` a tool message, each run of other blocks a user
+    message, in order."""
+    out: list[tuple[dict[str, Any], str]] = []
+    run: list[Any] = []
+    for i, block in enumerate(blocks):
+        if block.get("type") != "tool_result":
+            run.append(block)
+            continue
+        if run:
+            out.append(({"role": "user", "content": _neutral_content(run)}, where))
+            run = []
+        call_id = block.get("tool_use_id")
+        tool: dict[str, Any] = {"role": "tool", "tool_call_id": call_id}
+        if isinstance(call_id, str) and call_id in names:
+            tool["name"] = names[call_id]
+        content = block.get("content", "")
+        tool["content"] = _neutral_content(_blocks(content, f"{where}[{i}].content"))
+        out.append((tool, f"{where}[{i}]"))
+    if run or not out:
+        out.append(({"role": "user", "content": _neutral_content(run)}, where))
+    return out
+
+
+def _from_assistant(blocks: list[Any], where: str) -> dict[str, Any]:
+    calls = [
+        {"id": b.get("id"), "name": b.get("name"), "arguments": b.get("input", {})}
+        for b in blocks
+        if b.get("type") == "tool_use"
+    ]
+    rest = [b for b in blocks if b.get("type") != "tool_use"]
+    out: dict[str, Any] = {"role": "assistant", "content": _neutral_content(rest)}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def from_anthropic(
+    body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+) -> tuple[str, list[Message]]:
+    """Read a Messages API body (``system`` and ``messages``; or just a message list) back
+    into ``(system, neutral messages)``.
+
+    System blocks are joined by a blank line; ``cache_control`` markers are dropped;
+    ``tool_use`` blocks become the assistant's ``tool_calls``; each ``tool_result`` block
+    (whose content may be a string or blocks) becomes a ``tool`` message named after the call
+    it answers, and the other blocks of that user turn a ``user`` message after it. A content
+    that is a single plain text block comes back as its string, none as ``""``.
+    ``from_anthropic(to_anthropic(request))`` gives back ``request.system`` and
+    ``request.messages`` (see docs/wire-formats.md for the normalisations).
+
+    Raises:
+        MessageError: ``RMD-101`` naming the path of the bad value.
+
+    Example:
+        >>> system, history = from_anthropic({"system": "Be brief.", "messages": [
+        ...     {"role": "assistant", "content": [{"type": "tool_use", "id": "c1",
+        ...      "name": "ls", "input": {}}]},
+        ...     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1",
+        ...      "content": "a.py"}, {"type": "text", "text": "go on"}]}]})
+        >>> [(m["role"], m["content"]) for m in history]
+        [('assistant', ''), ('tool', 'a.py'), ('user', 'go on')]
+    """
+    stripped = _strip(body)
+    raw = message_list(stripped, "messages")
+    system: Any = stripped.get("system", "") if isinstance(stripped, Mapping) else ""
+    if system is None:
+        system = ""
+    if not isinstance(system, str):
+        parts = _blocks(system, "system")
+        system = "\n\n".join(b["text"] for b in parts if isinstance(b.get("text"), str))
+    built: list[tuple[dict[str, Any], str]] = []
+    names: dict[str, str] = {}
+    for index, message in enumerate(raw):
+        where = f"messages[{index}]"
+        if not isinstance(message, Mapping):
+            raise MessageError(f"{where}: must be a mapping, not {type(message).__name__}")
+        role = message.get("role")
+        blocks = _blocks(message.get("content"), f"{where}.content")
+        if role == "assistant":
+            converted = _from_assistant(blocks, f"{where}.content")
+            names.update(call_names([converted]))
+            built.append((converted, where))
+        elif role == "user":
+            built.extend(_from_user(blocks, f"{where}.content", names))
+        else:
+            raise MessageError(f"{where}.role: must be 'user' or 'assistant'; got {role!r}")
+    return system, checked_messages(built)

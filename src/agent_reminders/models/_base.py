@@ -1,0 +1,143 @@
+"""What the model backends share: credentials, cache keys, error text, tool-call arguments.
+
+No SDK is imported here; each backend module maps its own SDK's exceptions onto these helpers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from .._core.errors import ConfigError, MessageError, ModelError
+from .._core.request import ModelRequest
+from ..integrations._wire import parse_arguments
+
+__all__ = [
+    "CacheKey",
+    "api_key_or_error",
+    "cache_key_for",
+    "check_client_options",
+    "connection_error",
+    "count_of",
+    "field_of",
+    "server_message_of",
+    "status_error",
+    "tool_arguments",
+]
+
+CacheKey = str | Literal[False] | None
+"""``None``: the session id; a ``str``: that key for every request; ``False``: send none."""
+
+# Local OpenAI-compatible servers (llama.cpp, Ollama, vLLM without --api-key) accept any key,
+# but the SDKs refuse to build a client without one.
+NO_KEY = "no-key"
+
+
+def api_key_or_error(
+    provider: str, api_key: str | None, env: Sequence[str], base_url: str | None, extra: str
+) -> str:
+    """The key to give the SDK: ``api_key``, else the first set variable of ``env``, else
+    (only when a ``base_url`` points at another server) a placeholder.
+
+    Raises:
+        ConfigError: no key anywhere and no ``base_url``: the official endpoint needs one.
+    """
+    if api_key:
+        return api_key
+    for name in env:
+        value = os.environ.get(name)
+        if value:
+            return value
+    if base_url:
+        return NO_KEY
+    names = " or ".join(env)
+    raise ConfigError(
+        f"{provider}: no API key: set {names} in the environment or pass api_key= to the "
+        f"backend ({extra}); for a local OpenAI-compatible server pass base_url= (any key is "
+        "accepted there)"
+    )
+
+
+def check_client_options(provider: str, client: object, **given: object) -> None:
+    """Refuse settings that a ready-made ``client`` would silently ignore."""
+    if client is None:
+        return
+    clash = sorted(name for name, value in given.items() if value is not None)
+    if clash:
+        raise ConfigError(
+            f"{provider}: {', '.join(clash)} cannot be combined with client=; configure the "
+            "client itself (or pass the settings without a client)"
+        )
+
+
+def cache_key_for(setting: CacheKey, request: ModelRequest) -> str | None:
+    """The ``prompt_cache_key`` of one request: one session one key (its id), unless set."""
+    if setting is False:
+        return None
+    if isinstance(setting, str):
+        return setting
+    return request.session_id or None
+
+
+def server_message_of(body: object, fallback: str | None = None) -> str | None:
+    """What the server said in an error body: ``{"error": {"message"}}`` (OpenAI, Anthropic),
+    ``{"message"}``, ``{"error": "text"}`` (some compatible servers), else ``fallback``."""
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str) and error:
+            return error
+    if isinstance(body, str) and body:
+        return body
+    return fallback or None
+
+
+def status_error(
+    provider: str, label: str, status: int, body: object, text: str | None, url: str
+) -> ModelError:
+    """One :class:`ModelError` for an HTTP error status that survived the SDK's retries."""
+    said = server_message_of(body, text)
+    message = f"{label}: HTTP {status} from {url}" + (f": {said}" if said else "")
+    return ModelError(provider, message, status=status, server_message=said)
+
+
+def connection_error(
+    provider: str, label: str, url: str, *, timed_out: bool, detail: str
+) -> ModelError:
+    """One :class:`ModelError` for a request that got no response (after the retries)."""
+    what = "timed out" if timed_out else "could not connect"
+    return ModelError(provider, f"{label}: {what} ({url}): {detail}; no response arrived")
+
+
+def tool_arguments(provider: str, label: str, raw: object, where: str) -> dict[str, Any]:
+    """A tool call's arguments as a mapping (``""`` is no arguments).
+
+    Raises:
+        ModelError: the model sent arguments that are not a JSON object; the message names
+            the call and shows the start of the text (the call is never run on a guess).
+    """
+    try:
+        return parse_arguments(raw, where)
+    except MessageError as err:
+        shown = raw if not isinstance(raw, str) or len(raw) <= 200 else raw[:200] + "…"
+        raise ModelError(
+            provider,
+            f"{label}: the model sent malformed tool-call arguments: {err.message} "
+            f"(received {shown!r})",
+        ) from None
+
+
+def field_of(value: Any, name: str) -> Any:
+    """A field of an SDK object, or of a plain dict (older SDKs keep unknown fields raw)."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def count_of(value: Any) -> int | None:
+    """A token count the server reported, or ``None`` when it reported none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

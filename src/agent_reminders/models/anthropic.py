@@ -1,0 +1,216 @@
+"""The Anthropic backend on the official ``anthropic`` SDK (Messages API, streaming off).
+
+The request body is the library's one wire format
+(:func:`~agent_reminders.integrations.to_anthropic`, with its cache breakpoints); retries and
+timeouts are the SDK's own (``max_retries``, ``timeout``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "agent_reminders.models.anthropic needs the anthropic package: "
+        'pip install "agent-reminders[anthropic]"'
+    ) from exc
+
+from .._core.errors import ConfigError, ModelError
+from .._core.records import Message
+from .._core.request import ModelRequest, ModelResponse, Usage
+from ..integrations import to_anthropic
+from ._base import (
+    api_key_or_error,
+    check_client_options,
+    connection_error,
+    count_of,
+    field_of,
+    status_error,
+    tool_arguments,
+)
+
+__all__ = ["AnthropicModel"]
+
+PROVIDER = "anthropic"
+_ENV = ("ANTHROPIC_API_KEY",)
+
+
+class AnthropicModel:
+    """A model on Anthropic's Messages API (``POST /v1/messages``).
+
+    Sends :func:`~agent_reminders.integrations.to_anthropic` of each request (``cache=True``
+    puts the ``cache_control`` breakpoints where the prompt cache finds them) with ``model``
+    and ``max_tokens``, plus ``request_options`` (``temperature=`` …) as they are. ``text``
+    blocks of the answer give the text and ``tool_use`` blocks the tool calls. Usage:
+    ``Usage.input_tokens`` is the whole prompt (``input_tokens + cache_read_input_tokens +
+    cache_creation_input_tokens``) and ``cached_input_tokens`` is ``cache_read_input_tokens``
+    (``None`` when the server reports no such figure).
+
+    Example:
+        >>> model = AnthropicModel("claude-sonnet-4-5", max_tokens=1024)
+        >>> model.name, model.cache
+        ('anthropic:claude-sonnet-4-5', True)
+
+    Raises:
+        ModelError: (``RMD-108``, when called) an HTTP error or no response after the SDK's
+            retries, naming the provider, the status and the server's message.
+        ConfigError: (when called) no API key (``api_key=``, ``ANTHROPIC_API_KEY``) and no
+            ``base_url``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 4096,
+        cache: bool = True,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        **request_options: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f"AnthropicModel: model must be a non-blank name; got {model!r}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"AnthropicModel: max_tokens must be an int >= 1; got {max_tokens!r}")
+        check_client_options(
+            "AnthropicModel",
+            client,
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+        self.model = model
+        self.name = f"anthropic:{model}"
+        self.base_url = base_url
+        self.max_tokens = max_tokens
+        self.cache = bool(cache)
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.request_options = dict(request_options)
+        self._api_key = api_key
+        self._client = client
+        self._owns_client = client is None
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client, made on first use (building the backend needs no credentials).
+
+        Raises:
+            ConfigError: no API key and no ``base_url``.
+        """
+        if self._client is None:
+            base_url = self.base_url or None
+            options: dict[str, Any] = {
+                "api_key": api_key_or_error(
+                    PROVIDER,
+                    self._api_key,
+                    _ENV,
+                    base_url,
+                    'pip install "agent-reminders[anthropic]"',
+                )
+            }
+            if base_url:
+                options["base_url"] = base_url
+            if self.max_retries is not None:
+                options["max_retries"] = self.max_retries
+            if self.timeout is not None:
+                options["timeout"] = self.timeout
+            self._client = anthropic.AsyncAnthropic(**options)
+        return self._client
+
+    def _label(self) -> str:
+        return f"Anthropic model {self.model!r}"
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:
+        payload = to_anthropic(request, cache=self.cache)
+        options: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": payload["messages"],
+        }
+        if payload["system"]:
+            options["system"] = payload["system"]
+        if payload["tools"]:
+            options["tools"] = payload["tools"]
+        client = self.client
+        try:
+            message = await client.messages.create(**options, **self.request_options)
+        except anthropic.APIError as exc:
+            raise self._error(exc, client) from None
+        return ModelResponse(
+            message=self._message(field_of(message, "content") or []),
+            usage=self._usage(field_of(message, "usage")),
+        )
+
+    def _error(self, exc: anthropic.APIError, client: anthropic.AsyncAnthropic) -> ModelError:
+        url = str(client.base_url)
+        if isinstance(exc, anthropic.APIStatusError):
+            text = exc.response.text if exc.response is not None else None
+            return status_error(PROVIDER, self._label(), exc.status_code, exc.body, text, url)
+        if isinstance(exc, anthropic.APIConnectionError):
+            timed_out = isinstance(exc, anthropic.APITimeoutError)
+            return connection_error(
+                PROVIDER, self._label(), url, timed_out=timed_out, detail=str(exc)
+            )
+        return ModelError(PROVIDER, f"{self._label()}: {type(exc).__name__}: {exc} ({url})")
+
+    def _message(self, blocks: list[Any]) -> Message:
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for i, block in enumerate(blocks):
+            kind = field_of(block, "type")
+            if kind == "text":
+                texts.append(field_of(block, "text") or "")
+            elif kind == "tool_use":
+                name = field_of(block, "name")
+                calls.append(
+                    {
+                        "id": field_of(block, "id"),
+                        "name": name,
+                        "arguments": tool_arguments(
+                            PROVIDER,
+                            self._label(),
+                            field_of(block, "input"),
+                            f"content[{i}] ({name}).input",
+                        ),
+                    }
+                )
+            # thinking blocks are not kept (extended thinking with tools is not supported yet)
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+        if calls:
+            message["tool_calls"] = calls
+        return cast(Message, message)
+
+    @staticmethod
+    def _usage(usage: Any) -> Usage | None:
+        if usage is None:
+            return None
+        fresh = count_of(field_of(usage, "input_tokens")) or 0
+        read = count_of(field_of(usage, "cache_read_input_tokens"))
+        written = count_of(field_of(usage, "cache_creation_input_tokens")) or 0
+        return Usage(
+            input_tokens=fresh + (read or 0) + written,
+            output_tokens=count_of(field_of(usage, "output_tokens")) or 0,
+            cached_input_tokens=read,
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client when the backend made it (a given client is the caller's)."""
+        if self._client is not None and self._owns_client:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.model!r}, base_url={self.base_url!r})"
