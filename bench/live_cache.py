@@ -368,6 +368,14 @@ def report(rows: list[Row], install: Install, turns: int, seed: int, max_tokens:
         if base
         else ""
     )
+    others = [r.final_prompt_tokens for r in rows if r is not ours]
+    longer = (
+        f" The library's final prompt is {ours.final_prompt_tokens / min(others or [1]) - 1:.0%} "
+        "longer than the others': its envelopes are kept, expired directives included, which is "
+        "what keeps every request a prefix of the next."
+        if others
+        else ""
+    )
     return f"""`bench/live_cache.py` (`make bench-live`, not in CI). One seeded {turns}-turn
 scripted coding session (seed {seed}: tool calls and results, reminders injected on a
 schedule, TTLs of 1-3 turns, dedupe-key replacements, a clear), sent four ways through
@@ -390,7 +398,7 @@ Model: `{install.gguf.name}` (SmolLM2-135M-Instruct, Apache-2.0) from `llm-smoll
 {table(rows)}
 
 Target (library's uncached tokens ≤ {TARGET} x the final prompt): **{verdict}**
-({ours.uncached_over_final:.3f}x).{versus} SmolLM2's chat template renders neither the tool
+({ours.uncached_over_final:.3f}x).{versus}{longer} SmolLM2's chat template renders neither the tool
 definitions nor the assistant's tool calls (only their text and the tool results), so the server
 sees fewer tokens than the JSON sent; the same holds for every strategy. A ratio a little under
 1.0 is real: at temperature 0 the model often generates the start of the scripted reply (it
