@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -443,15 +444,18 @@ def main() -> None:
     log = Path(tempfile.gettempdir()) / "llama-server-bench.log"
     print(f"server: {install.server}\nmodel:  {install.gguf}\nlog:    {log}")
     rows = []
-    for name in args.strategies:
-        t0 = time.perf_counter()
-        row = measure(install, name, log, args.turns, args.seed, args.max_tokens)
-        rows.append(row)
-        print(
-            f"{name}: cached {100 * row.reuse:.1f} %, uncached/final "
-            f"{row.uncached_over_final:.2f}, {time.perf_counter() - t0:.0f} s",
-            flush=True,
-        )
+    try:
+        for name in args.strategies:
+            t0 = time.perf_counter()
+            row = measure(install, name, log, args.turns, args.seed, args.max_tokens)
+            rows.append(row)
+            print(
+                f"{name}: cached {100 * row.reuse:.1f} %, uncached/final "
+                f"{row.uncached_over_final:.2f}, {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(install.libs, ignore_errors=True)
     print()
     print(table(rows))
     if "envelope" in args.strategies and not args.no_write:
