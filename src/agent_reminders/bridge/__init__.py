@@ -1,0 +1,12 @@
+"""The JSON-RPC bridge: an ACP-style agent server with reminder methods (spec 04).
+
+Needs the ``bridge`` extra for WebSocket (``pip install "agent-reminders[bridge]"``); stdio
+needs nothing beyond the core dependencies.
+"""
+
+from __future__ import annotations
+
+from .dispatcher import Dispatcher
+from .errors import RpcError, SessionBusyError, error_object
+
+__all__ = ["Dispatcher", "RpcError", "SessionBusyError", "error_object"]
