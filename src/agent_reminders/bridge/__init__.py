@@ -6,7 +6,18 @@ needs nothing beyond the core dependencies.
 
 from __future__ import annotations
 
+from .acp import Bridge, Connection
+from .config import BridgeSettings, model_from_spec
 from .dispatcher import Dispatcher
 from .errors import RpcError, SessionBusyError, error_object
 
-__all__ = ["Dispatcher", "RpcError", "SessionBusyError", "error_object"]
+__all__ = [
+    "Bridge",
+    "BridgeSettings",
+    "Connection",
+    "Dispatcher",
+    "RpcError",
+    "SessionBusyError",
+    "error_object",
+    "model_from_spec",
+]

@@ -1,0 +1,279 @@
+"""The ACP methods (spec 04 §2) and the server state they share with the reminder methods.
+
+One :class:`Bridge` serves every connection of a process; each connection has its own
+:class:`Connection` (how to notify the client, its grant, what it declared in ``initialize``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.events import EventLog
+from .._core.fields import Authority
+from .._core.records import Message
+from .._core.request import Model
+from .._version import __version__
+from ..session import Session
+from ..storage.base import Store, UnknownSessionError
+from ..storage.memory import MemoryStore
+from .config import BridgeSettings
+from .dispatcher import Handler
+from .errors import INTERNAL_ERROR, RpcError, SessionBusyError, invalid_params
+from .live import LivePrompt
+from .prompt import PromptRun
+from .reminders import REMINDER_METHODS, reminder_handlers
+
+__all__ = [
+    "Bridge",
+    "Connection",
+    "PROTOCOL_VERSION",
+    "replay_updates",
+    "tool_call_update",
+    "tool_result_update",
+]
+
+PROTOCOL_VERSION = 1
+MODES = ["interrupt_immediate", "finish_step", "audit_only"]
+log = logging.getLogger("agent_reminders.bridge")
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(kw_only=True, slots=True)
+class Connection:
+    """One client connection: ``notify(method, params)`` sends a notification to it.
+
+    Attributes:
+        grant: The highest reminder authority this connection may push (stdio: contract).
+        emitted_as_update: The client declared
+            ``clientCapabilities._meta.agent_reminders.reminder_emitted = true``.
+    """
+
+    notify: Notify
+    grant: Authority = Authority.CONTRACT
+    emitted_as_update: bool = False
+
+
+def _object(params: object, method: str) -> Mapping[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise invalid_params(f"{method}: params must be an object")
+    return params
+
+
+def _session_id(params: Mapping[str, Any]) -> str:
+    sid = params.get("sessionId")
+    if not isinstance(sid, str) or not sid.strip():
+        raise invalid_params(f"sessionId must be a non-blank string; got {sid!r}")
+    return sid
+
+
+def _prompt_task(prompt: object) -> str | list[dict[str, Any]]:
+    if not isinstance(prompt, list) or not prompt:
+        raise invalid_params("prompt must be a non-empty list of content blocks")
+    blocks: list[dict[str, Any]] = []
+    for index, block in enumerate(prompt):
+        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            raise invalid_params(f"prompt[{index}] must be a content block with a string type")
+        blocks.append(dict(block))
+    if all(b["type"] == "text" and isinstance(b.get("text"), str) for b in blocks):
+        return "".join(b["text"] for b in blocks)
+    return blocks
+
+
+class Bridge:
+    """The server: a store, a model and the sessions with a running prompt.
+
+    Example:
+        >>> import anyio
+        >>> from agent_reminders.storage import MemoryStore
+        >>> async def main():
+        ...     bridge = Bridge(MemoryStore())
+        ...     sent = []
+        ...     async def notify(method, params):
+        ...         sent.append(method)
+        ...     conn = Connection(notify=notify)
+        ...     sid = (await bridge.methods["session/new"]({"cwd": "/"}, conn))["sessionId"]
+        ...     return len(sid)
+        >>> anyio.run(main)
+        32
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        model: Model | None = None,
+        settings: BridgeSettings | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.settings = settings or BridgeSettings()
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.live: dict[str, LivePrompt] = {}
+        self.durable = not isinstance(store, MemoryStore)
+        self.methods: dict[str, Handler] = {
+            "initialize": self._bound(self.initialize),
+            "session/new": self._bound(self.new_session),
+            "session/load": self._bound(self.load_session),
+            "session/prompt": self._bound(self.prompt),
+            "session/cancel": self._bound(self.cancel),
+            **reminder_handlers(self),
+        }
+        if not self.durable:
+            del self.methods["session/load"]
+
+    @staticmethod
+    def _bound(fn: Callable[[Any, Connection], Awaitable[Any]]) -> Handler:
+        return fn
+
+    def new_id(self) -> str:
+        """A random id of 128 bits (uuid4 hex) for sessions and queued items."""
+        return uuid.uuid4().hex
+
+    async def initialize(self, params: object, connection: Connection) -> dict[str, Any]:
+        """``initialize`` → protocol version, capabilities, the reminder extension."""
+        p = _object(params, "initialize")
+        caps = p.get("clientCapabilities")
+        meta = caps.get("_meta") if isinstance(caps, Mapping) else None
+        ours = meta.get("agent_reminders") if isinstance(meta, Mapping) else None
+        connection.emitted_as_update = isinstance(ours, Mapping) and (
+            ours.get("reminder_emitted") is True
+        )
+        methods = [name for plain in REMINDER_METHODS for name in (plain, "_" + plain)]
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": self.durable,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                "_meta": {
+                    "agent_reminders": {
+                        "version": __version__,
+                        "methods": methods,
+                        "modes": list(MODES),
+                    }
+                },
+            },
+            "authMethods": [],
+        }
+
+    async def new_session(self, params: object, connection: Connection) -> dict[str, Any]:
+        """``session/new`` → ``{sessionId}`` (uuid4 hex), stored before the reply."""
+        _object(params, "session/new")
+        session = Session(self.new_id(), system=self.settings.system)
+        await self.store.create_session(session.state())
+        return {"sessionId": session.id}
+
+    async def _load(self, session_id: str) -> Session:
+        state = await self.store.load_session(session_id)
+        if state is None:
+            raise UnknownSessionError(session_id)
+        return Session.from_state(state, event_log=EventLog())
+
+    async def load_session(self, params: object, connection: Connection) -> None:
+        """``session/load``: replay the stored conversation as ``session/update``."""
+        sid = _session_id(_object(params, "session/load"))
+        session = await self._load(sid)
+        for update in replay_updates(session.transcript.messages):
+            await connection.notify("session/update", {"sessionId": sid, "update": update})
+        return None
+
+    async def prompt(self, params: object, connection: Connection) -> dict[str, Any]:
+        """``session/prompt``: run ``agent_loop``; updates stream before ``{stopReason}``."""
+        p = _object(params, "session/prompt")
+        sid = _session_id(p)
+        task = _prompt_task(p.get("prompt"))
+        if self.model is None:
+            raise RpcError(INTERNAL_ERROR, "no model configured: start serve with --model SPEC")
+        if sid in self.live:
+            raise SessionBusyError(sid, self.worker_id)
+        live = LivePrompt()
+        self.live[sid] = live
+        try:
+            session = await self._load(sid)
+            live.attach(session)
+            run = PromptRun(self, session, live, connection)
+            return {"stopReason": await run.run(task)}
+        finally:
+            del self.live[sid]
+
+    async def cancel(self, params: object, connection: Connection) -> None:
+        """``session/cancel`` (a notification): the running prompt stops at its next seam."""
+        sid = _session_id(_object(params, "session/cancel"))
+        live = self.live.get(sid)
+        if live is not None:
+            live.cancel.set()
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return "".join(
+            str(b.get("text", "")) for b in content if isinstance(b, Mapping) and "text" in b
+        )
+    return ""
+
+
+def replay_updates(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The ``session/update`` payloads that replay a stored conversation (04 §2).
+
+    Envelope messages (the directives the library committed) are not the person's words and
+    are not replayed.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "user" and "directive_ids" not in message:
+            text = _text(message.get("content"))
+            out.append(
+                {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
+            )
+        elif role == "assistant":
+            text = _text(message.get("content"))
+            if text:
+                out.append(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    }
+                )
+            for call in message.get("tool_calls") or ():
+                out.append(tool_call_update(call["id"], call["name"], dict(call["arguments"])))
+        elif role == "tool":
+            out.append(
+                tool_result_update(
+                    str(message.get("tool_call_id", "")), True, _text(message.get("content"))
+                )
+            )
+    return out
+
+
+def tool_call_update(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A ``tool_call`` update: the model asked for a tool."""
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call_id,
+        "title": name,
+        "kind": "other",
+        "status": "pending",
+        "rawInput": arguments,
+    }
+
+
+def tool_result_update(call_id: str, ok: bool, text: str) -> dict[str, Any]:
+    """A ``tool_call_update``: the tool ran (``completed``) or failed (``failed``)."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": "completed" if ok else "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+    }
