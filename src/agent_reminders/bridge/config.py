@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._core.errors import ConfigError
 from .._core.fields import DEFAULT_MAX_BODY_BYTES
 from .._core.request import Model
 
-__all__ = ["BridgeSettings", "model_from_spec"]
+__all__ = ["BridgeSettings", "load_settings", "model_from_spec"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,3 +51,56 @@ def model_from_spec(spec: str) -> Model:
 
         return ScriptedModel.from_file(rest, loop=True)
     raise ConfigError(f"unknown model spec {spec!r}; expected scripted:PATH")
+
+
+# The [server] keys of 04 §1; the ones this version does not use yet are accepted (they
+# belong to the WebSocket transport and to many workers).
+_SERVER_KEYS = {
+    "allowed_origins": list,
+    "max_frame_bytes": int,
+    "max_body_bytes": int,
+    "max_pending_per_session": int,
+    "rate_per_second": int | float,
+    "idle_timeout_seconds": int | float,
+    "lease_seconds": int | float,
+}
+_APPLIED = {
+    "max_frame_bytes": "max_frame_bytes",
+    "max_body_bytes": "max_body_bytes",
+    "max_pending_per_session": "max_pending",
+}
+
+
+def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
+    """Settings from the TOML config file (``[server]``, ``[[tokens]]``) and the flags.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or has an unknown key or a value
+            of the wrong type (naming it).
+    """
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config {path} is not TOML: {exc}") from None
+        unknown = sorted(set(data) - {"server", "tokens"})
+        if unknown:
+            raise ConfigError(f"config {path}: unknown table(s) {', '.join(unknown)}")
+        server = data.get("server", {})
+        if not isinstance(server, dict):
+            raise ConfigError(f"config {path}: [server] must be a table")
+        for key, value in server.items():
+            kind = _SERVER_KEYS.get(key)
+            if kind is None:
+                known = ", ".join(sorted(_SERVER_KEYS))
+                raise ConfigError(f"config {path}: unknown key server.{key}; known: {known}")
+            positive = not isinstance(value, int | float) or value > 0
+            if not isinstance(value, kind) or isinstance(value, bool) or not positive:
+                raise ConfigError(f"config {path}: server.{key} has a bad value {value!r}")
+            if key in _APPLIED:
+                values[_APPLIED[key]] = value
+    values.update({k: v for k, v in flags.items() if v is not None})
+    return BridgeSettings(**values)

@@ -75,12 +75,7 @@ class Dispatcher:
         """Handle one frame; returns the reply text, or ``None`` when nothing is to be sent."""
         size = len(frame) if isinstance(frame, bytes) else len(frame.encode("utf-8", "replace"))
         if size > self.max_frame_bytes:
-            exc = RpcError(
-                INVALID_REQUEST,
-                f"Invalid Request: frame of {size} bytes is over the limit of "
-                f"{self.max_frame_bytes}",
-            )
-            return encode(_error_reply(None, exc))
+            return self.oversized(size)
         try:
             text = frame.decode("utf-8") if isinstance(frame, bytes) else frame
             message = json.loads(text)
@@ -95,6 +90,16 @@ class Dispatcher:
             log.exception("reply is not JSON")
             request_id = reply.get("id") if isinstance(reply, dict) else None
             return encode(_error_reply(request_id, RuntimeError()))
+
+    def oversized(self, size: int | None = None) -> str:
+        """The reply to a frame over ``max_frame_bytes`` (a transport that stops reading a
+        long line early sends this without the frame)."""
+        told = "" if size is None else f" of {size} bytes"
+        exc = RpcError(
+            INVALID_REQUEST,
+            f"Invalid Request: frame{told} is over the limit of {self.max_frame_bytes} bytes",
+        )
+        return encode(_error_reply(None, exc))
 
     async def handle_message(self, message: Any, connection: Any) -> Any:
         """Handle a decoded message (a request, a notification or a batch)."""

@@ -1,0 +1,57 @@
+"""``agent-reminders serve``: the JSON-RPC bridge over stdio (spec 04, 07)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import handle_errors
+
+__all__ = ["DEFAULT_STORE", "serve"]
+
+DEFAULT_STORE = "sqlite:./.agent-reminders/state.db"
+
+
+@handle_errors
+def serve(
+    store: Annotated[
+        str, typer.Option("--store", help="memory:, sqlite:PATH (default) or a path.")
+    ] = DEFAULT_STORE,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model: scripted:PATH (loops its script).")
+    ] = None,
+    max_iterations: Annotated[
+        int, typer.Option("--max-iterations", min=1, help="Bound one prompt (max_turn_requests).")
+    ] = 25,
+    request_log: Annotated[
+        Path | None,
+        typer.Option("--request-log", help="Append every model request as one JSON line."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML config ([server], [[tokens]]).")
+    ] = None,
+) -> None:
+    """Run an agent as an ACP-style JSON-RPC server on stdin/stdout (logs on stderr).
+
+    The store is opened (and migrated) before the first frame is read: a store that cannot
+    be opened ends the command at once with one line on stderr.
+    """
+    import anyio
+
+    from ..bridge import Bridge, load_settings, model_from_spec
+    from ..bridge.stdio import serve_stdio
+    from ..storage import open_store
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    settings = load_settings(config, max_iterations=max_iterations, request_log=request_log)
+    chosen = None if model is None else model_from_spec(model)
+
+    async def main() -> None:
+        opened = await open_store(store)
+        async with opened:
+            await serve_stdio(Bridge(opened, model=chosen, settings=settings))
+
+    anyio.run(main)
