@@ -290,3 +290,31 @@ async def test_load_replays_a_stored_conversation(tmp_path: Path) -> None:
         # found without session/load too
         fresh = Client(_bridge(store=store))
         assert (await fresh.ok("session/pending_injections", {}))["pendingCount"] == 0
+
+
+@pytest.mark.anyio
+async def test_a_full_queue_answers_retry_after() -> None:
+    client = Client(_bridge(max_pending=2))
+    await client.ok("session/new", {})
+    await client.ok("session/remind", {"body": "a"})
+    await client.ok("session/inject", {"content": "b"})
+    error = await client.error("session/remind", {"body": "c"})
+    assert error["code"] == -32005
+    assert error["data"]["retryAfterMs"] > 0
+
+
+@pytest.mark.anyio
+async def test_reminder_methods_keep_their_ids_and_modes_canonical() -> None:
+    client = Client(_bridge())
+    sid = (await client.ok("session/new", {}))["sessionId"]
+    for alias, canonical in [
+        ("interrupt", "interrupt_immediate"),
+        ("after_current_operation", "finish_step"),
+        ("wait_for_completion", "audit_only"),
+        ("queue", "audit_only"),
+    ]:
+        await client.ok("session/remind", {"sessionId": sid, "body": alias, "mode": alias})
+        rows = (await client.ok("session/pending_injections", {"sessionId": sid}))["injections"]
+        assert rows[-1]["mode"] == canonical
+    kept = await client.ok("session/remind", {"body": "x", "id": "caller-id"})
+    assert kept == {"reminderId": "caller-id"}
