@@ -92,6 +92,7 @@ def test_readme_example_runs() -> None:
         "docs/facts.md",
         "docs/generators.md",
         "docs/wire-formats.md",
+        "docs/bridge.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:
