@@ -22,6 +22,7 @@ from .._version import __version__
 from ..session import Session
 from ..storage.base import Store, UnknownSessionError
 from ..storage.memory import MemoryStore
+from .auth import Scope
 from .config import BridgeSettings
 from .dispatcher import Handler
 from .errors import INTERNAL_ERROR, RpcError, SessionBusyError, invalid_params
@@ -58,6 +59,22 @@ class Connection:
     notify: Notify
     grant: Authority = Authority.CONTRACT
     emitted_as_update: bool = False
+    scope: Scope | None = None
+
+    def visible(self, session_id: str) -> bool:
+        """Whether this connection may see the session (a scope refusal looks like a
+        missing session, 04 §5)."""
+        return self.scope is None or self.scope.can_see(session_id)
+
+    def check_visible(self, session_id: str) -> None:
+        """``UnknownSessionError`` (``-32004``) for a session outside the scope."""
+        if not self.visible(session_id):
+            raise UnknownSessionError(session_id)
+
+    def require_prompt(self, method: str) -> None:
+        """``-32003`` when the token may not call the prompt methods."""
+        if self.scope is not None:
+            self.scope.require_prompt(method)
 
 
 def _object(params: object, method: str) -> Mapping[str, Any]:
@@ -168,8 +185,11 @@ class Bridge:
     async def new_session(self, params: object, connection: Connection) -> dict[str, Any]:
         """``session/new`` → ``{sessionId}`` (uuid4 hex), stored before the reply."""
         _object(params, "session/new")
+        connection.require_prompt("session/new")
         session = Session(self.new_id(), system=self.settings.system)
         await self.store.create_session(session.state())
+        if connection.scope is not None:
+            connection.scope.joined(session.id)
         return {"sessionId": session.id}
 
     async def _load(self, session_id: str) -> Session:
@@ -181,6 +201,8 @@ class Bridge:
     async def load_session(self, params: object, connection: Connection) -> None:
         """``session/load``: replay the stored conversation as ``session/update``."""
         sid = _session_id(_object(params, "session/load"))
+        connection.require_prompt("session/load")
+        connection.check_visible(sid)
         session = await self._load(sid)
         for update in replay_updates(session.transcript.messages):
             await connection.notify("session/update", {"sessionId": sid, "update": update})
@@ -190,6 +212,8 @@ class Bridge:
         """``session/prompt``: run ``agent_loop``; updates stream before ``{stopReason}``."""
         p = _object(params, "session/prompt")
         sid = _session_id(p)
+        connection.require_prompt("session/prompt")
+        connection.check_visible(sid)
         task = _prompt_task(p.get("prompt"))
         if self.model is None:
             raise RpcError(INTERNAL_ERROR, "no model configured: start serve with --model SPEC")
@@ -208,6 +232,8 @@ class Bridge:
     async def cancel(self, params: object, connection: Connection) -> None:
         """``session/cancel`` (a notification): the running prompt stops at its next seam."""
         sid = _session_id(_object(params, "session/cancel"))
+        connection.require_prompt("session/cancel")
+        connection.check_visible(sid)
         live = self.live.get(sid)
         if live is not None:
             live.cancel.set()

@@ -10,6 +10,7 @@ from typing import Any
 from .._core.errors import ConfigError
 from .._core.fields import DEFAULT_MAX_BODY_BYTES
 from .._core.request import Model
+from .auth import Scope, parse_tokens
 
 __all__ = ["BridgeSettings", "load_settings", "model_from_spec"]
 
@@ -25,6 +26,8 @@ class BridgeSettings:
         max_frame_bytes: The largest frame (stdio line) accepted.
         request_log: Append every model request here as one JSON line, when set.
         system: The system prompt of new sessions.
+        allowed_origins: Browser origins a WebSocket upgrade may come from.
+        tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
     """
 
     max_iterations: int = 25
@@ -33,6 +36,8 @@ class BridgeSettings:
     max_frame_bytes: int = 1024 * 1024
     request_log: Path | None = None
     system: str = ""
+    allowed_origins: tuple[str, ...] = ()
+    tokens: tuple[Scope, ...] = ()
 
 
 def model_from_spec(spec: str) -> Model:
@@ -65,6 +70,7 @@ _SERVER_KEYS = {
     "lease_seconds": int | float,
 }
 _APPLIED = {
+    "allowed_origins": "allowed_origins",
     "max_frame_bytes": "max_frame_bytes",
     "max_body_bytes": "max_body_bytes",
     "max_pending_per_session": "max_pending",
@@ -101,6 +107,8 @@ def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
             if not isinstance(value, kind) or isinstance(value, bool) or not positive:
                 raise ConfigError(f"config {path}: server.{key} has a bad value {value!r}")
             if key in _APPLIED:
-                values[_APPLIED[key]] = value
+                values[_APPLIED[key]] = tuple(value) if isinstance(value, list) else value
+        if "tokens" in data:
+            values["tokens"] = parse_tokens(data["tokens"], f"config {path}")
     values.update({k: v for k, v in flags.items() if v is not None})
     return BridgeSettings(**values)

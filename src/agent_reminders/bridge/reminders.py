@@ -34,11 +34,15 @@ def _params(params: object) -> Mapping[str, Any]:
     return params
 
 
-async def resolve_session_id(bridge: Bridge, params: Mapping[str, Any]) -> str:
-    """``params["sessionId"]``, or the one session that exists when it is missing."""
+async def resolve_session_id(
+    bridge: Bridge, params: Mapping[str, Any], connection: Connection
+) -> str:
+    """``params["sessionId"]``, or the one session the caller can see when it is missing."""
     sid = params.get("sessionId")
     if sid is None:
-        sessions = await bridge.store.list_sessions()
+        sessions = [
+            s for s in await bridge.store.list_sessions() if connection.visible(s.session_id)
+        ]
         if len(sessions) != 1:
             raise invalid_params(
                 f"sessionId is required: {len(sessions)} sessions exist (it may only be left "
@@ -47,6 +51,7 @@ async def resolve_session_id(bridge: Bridge, params: Mapping[str, Any]) -> str:
         return sessions[0].session_id
     if not isinstance(sid, str) or not sid.strip():
         raise invalid_params(f"sessionId must be a non-blank string; got {sid!r}")
+    connection.check_visible(sid)
     return sid
 
 
@@ -91,7 +96,7 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
     scratch = _scratch(bridge, connection)
     scratch.remind(reminder, mode=p.get("mode"), grant=connection.grant)
     item = _only_item(scratch)
-    session_id = await resolve_session_id(bridge, p)
+    session_id = await resolve_session_id(bridge, p, connection)
     await _store_item(bridge, session_id, item)
     return {"reminderId": item.id}
 
@@ -105,7 +110,7 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
     scratch = _scratch(bridge, connection)
     scratch.inject(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
     item = _only_item(scratch)
-    session_id = await resolve_session_id(bridge, p)
+    session_id = await resolve_session_id(bridge, p, connection)
     await _store_item(bridge, session_id, item)
     return {"messageId": item.id}
 
@@ -113,7 +118,7 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
 async def pending(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
     """``session/pending_injections`` → ``{pendingCount, injections}`` in FIFO order."""
     p = _params(params)
-    session_id = await resolve_session_id(bridge, p)
+    session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue
     rows = await bridge.store.pending(session_id) if queue is None else queue.pending()
@@ -126,7 +131,7 @@ async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict
     rid = p.get("reminderId")
     if not isinstance(rid, str) or not rid.strip():
         raise QueueError("missing_reminder_id", "reminderId is missing or blank")
-    session_id = await resolve_session_id(bridge, p)
+    session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue
     if queue is not None:
