@@ -159,3 +159,11 @@ def test_a_store_that_cannot_be_opened_ends_serve_at_once(tmp_path: Path) -> Non
     assert str(foreign) in lines[0]
     assert "Traceback" not in server.stderr
     assert foreign.read_bytes() == before
+
+
+def test_ws_without_tokens_is_refused_at_once(tmp_path: Path) -> None:
+    server = Server("--store", "memory:", "--ws", "127.0.0.1:0", cwd=tmp_path)
+    assert server.close() != 0
+    assert server.stderr.strip().splitlines() == [
+        "error: RMD-104: --ws needs at least one [[tokens]] entry in the --config file"
+    ]
