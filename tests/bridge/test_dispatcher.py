@@ -178,3 +178,21 @@ def test_fuzz_every_reply_is_a_valid_json_rpc_response(frame: str | bytes) -> No
         for item in reply if isinstance(reply, list) else [reply]:
             _valid_reply(item)
     _ping_works(d)
+
+
+def test_a_rate_limit_counts_every_element_of_a_batch() -> None:
+    from agent_reminders.bridge.limits import TokenBucket
+
+    now = [0.0]
+    bucket = TokenBucket(2, clock=lambda: now[0])
+    d = _dispatcher()
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(3)]
+    replies = json.loads(anyio.run(lambda: d.handle_frame(json.dumps(batch), None, limiter=bucket)))
+    assert [("result" in r) for r in replies] == [True, True, False]
+    assert replies[2]["error"]["code"] == -32005
+    assert replies[2]["error"]["data"]["retryAfterMs"] == 500
+    now[0] = 1.0
+    again = anyio.run(
+        lambda: d.handle_frame('{"jsonrpc":"2.0","id":9,"method":"ping"}', None, limiter=bucket)
+    )
+    assert json.loads(again)["result"] == {"pong": None}

@@ -26,6 +26,7 @@ from .auth import Scope
 from .config import BridgeSettings
 from .dispatcher import Handler
 from .errors import INTERNAL_ERROR, RpcError, SessionBusyError, invalid_params
+from .limits import TokenBucket
 from .live import LivePrompt
 from .prompt import PromptRun
 from .reminders import REMINDER_METHODS, reminder_handlers
@@ -52,6 +53,8 @@ class Connection:
 
     Attributes:
         grant: The highest reminder authority this connection may push (stdio: contract).
+        scope: The token's scope (``None``: stdio, trusted with everything).
+        limiter: The connection's request rate limit (``None``: unlimited, stdio).
         emitted_as_update: The client declared
             ``clientCapabilities._meta.agent_reminders.reminder_emitted = true``.
     """
@@ -60,6 +63,7 @@ class Connection:
     grant: Authority = Authority.CONTRACT
     emitted_as_update: bool = False
     scope: Scope | None = None
+    limiter: TokenBucket | None = None
 
     def visible(self, session_id: str) -> bool:
         """Whether this connection may see the session (a scope refusal looks like a

@@ -26,6 +26,8 @@ class BridgeSettings:
         max_frame_bytes: The largest frame (stdio line) accepted.
         request_log: Append every model request here as one JSON line, when set.
         system: The system prompt of new sessions.
+        rate_per_second: Requests per second per WebSocket connection (a token bucket
+            holding one second of requests; stdio is not limited).
         allowed_origins: Browser origins a WebSocket upgrade may come from.
         tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
     """
@@ -37,6 +39,7 @@ class BridgeSettings:
     request_log: Path | None = None
     system: str = ""
     allowed_origins: tuple[str, ...] = ()
+    rate_per_second: float = 200.0
     tokens: tuple[Scope, ...] = ()
 
 
@@ -71,6 +74,7 @@ _SERVER_KEYS = {
 }
 _APPLIED = {
     "allowed_origins": "allowed_origins",
+    "rate_per_second": "rate_per_second",
     "max_frame_bytes": "max_frame_bytes",
     "max_body_bytes": "max_body_bytes",
     "max_pending_per_session": "max_pending",

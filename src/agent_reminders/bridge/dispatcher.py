@@ -22,6 +22,7 @@ from .errors import (
     RpcError,
     error_object,
 )
+from .limits import TokenBucket
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "Dispatcher", "Handler", "encode"]
 
@@ -71,8 +72,14 @@ class Dispatcher:
         self.methods = dict(methods)
         self.max_frame_bytes = max_frame_bytes
 
-    async def handle_frame(self, frame: str | bytes, connection: Any) -> str | None:
-        """Handle one frame; returns the reply text, or ``None`` when nothing is to be sent."""
+    async def handle_frame(
+        self, frame: str | bytes, connection: Any, *, limiter: TokenBucket | None = None
+    ) -> str | None:
+        """Handle one frame; returns the reply text, or ``None`` when nothing is to be sent.
+
+        With a ``limiter``, every request and notification (each element of a batch) takes a
+        token; one over the rate is refused with ``-32005`` and ``data.retryAfterMs``.
+        """
         size = len(frame) if isinstance(frame, bytes) else len(frame.encode("utf-8", "replace"))
         if size > self.max_frame_bytes:
             return self.oversized(size)
@@ -81,7 +88,7 @@ class Dispatcher:
             message = json.loads(text)
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             return encode(_error_reply(None, RpcError(PARSE_ERROR, "Parse error")))
-        reply = await self.handle_message(message, connection)
+        reply = await self.handle_message(message, connection, limiter=limiter)
         if reply is None:
             return None
         try:
@@ -101,18 +108,22 @@ class Dispatcher:
         )
         return encode(_error_reply(None, exc))
 
-    async def handle_message(self, message: Any, connection: Any) -> Any:
+    async def handle_message(
+        self, message: Any, connection: Any, *, limiter: TokenBucket | None = None
+    ) -> Any:
         """Handle a decoded message (a request, a notification or a batch)."""
         if isinstance(message, list):
             if not message:
                 exc = RpcError(INVALID_REQUEST, "Invalid Request: empty batch")
                 return _error_reply(None, exc)
-            replies = [await self._one(item, connection) for item in message]
+            replies = [await self._one(item, connection, limiter) for item in message]
             found = [r for r in replies if r is not None]
             return found or None
-        return await self._one(message, connection)
+        return await self._one(message, connection, limiter)
 
-    async def _one(self, message: Any, connection: Any) -> dict[str, Any] | None:
+    async def _one(
+        self, message: Any, connection: Any, limiter: TokenBucket | None
+    ) -> dict[str, Any] | None:
         if not isinstance(message, dict):
             exc = RpcError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC request object")
             return _error_reply(None, exc)
@@ -135,6 +146,8 @@ class Dispatcher:
         is_notification = request_id is _NO_ID
         handler = self.methods.get(method)
         try:
+            if limiter is not None:
+                limiter.admit()  # every element of a batch counts
             if handler is None:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
             result = await handler(params, connection)

@@ -18,6 +18,7 @@ import anyio
 from .acp import Bridge, Connection
 from .auth import find_token
 from .dispatcher import Dispatcher, encode
+from .limits import TokenBucket
 
 __all__ = ["serve_ws"]
 
@@ -69,10 +70,15 @@ async def serve_ws(
         async def notify(method: str, params: dict[str, Any]) -> None:
             await send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
 
-        connection = Connection(notify=notify, grant=scope.grant, scope=scope)
+        connection = Connection(
+            notify=notify,
+            grant=scope.grant,
+            scope=scope,
+            limiter=TokenBucket(settings.rate_per_second),
+        )
 
         async def handle(frame: str | bytes) -> None:
-            reply = await dispatcher.handle_frame(frame, connection)
+            reply = await dispatcher.handle_frame(frame, connection, limiter=connection.limiter)
             if reply is not None:
                 await send(reply)
 
