@@ -86,7 +86,7 @@ async def test_no_valid_token_no_socket(server: tuple[str, Bridge]) -> None:
 
 
 async def test_scopes(server: tuple[str, Bridge]) -> None:
-    url, _ = server
+    url, bridge = server
     async with connect(url, additional_headers=_auth(LIMITED)) as ws:
         await ws.send("{broken")
         assert json.loads(await ws.recv())["error"]["code"] == -32700
@@ -95,7 +95,9 @@ async def test_scopes(server: tuple[str, Bridge]) -> None:
         assert "reminderId" in ok["result"]
         hidden = await _call(ws, "session/remind", {"sessionId": "other", "body": "x"})
         assert hidden["error"]["code"] == -32004
-        too_high = await _call(ws, "session/remind", {"body": "x", "authority": "contract"})
+        too_high = await _call(
+            ws, "session/remind", {"sessionId": "mine", "body": "x", "authority": "contract"}
+        )
         assert too_high["error"]["data"]["code"] == "RMD-009"
         new = await _call(ws, "session/new", {"cwd": "/", "mcpServers": []})
         sid = new["result"]["sessionId"]
@@ -110,3 +112,8 @@ async def test_scopes(server: tuple[str, Bridge]) -> None:
             ws, "session/remind", {"sessionId": "other", "body": "x", "authority": "contract"}
         )
         assert "result" in anywhere
+    # scope refusals and authority caps are recorded as bridge.denied
+    hidden_events = await bridge.store.read_events("other", kind_prefix="bridge.denied")
+    assert [e.payload["reason"] for e in hidden_events] == ["out_of_scope"]
+    capped = await bridge.store.read_events("mine", kind_prefix="bridge.denied")
+    assert [e.payload["reason"] for e in capped] == ["authority_above_grant"]

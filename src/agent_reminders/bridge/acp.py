@@ -6,6 +6,7 @@ One :class:`Bridge` serves every connection of a process; each connection has it
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -14,7 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.events import EventLog
+from .._core.errors import ReminderError
+from .._core.events import EventLog, EventRecord
 from .._core.fields import Authority
 from .._core.records import Message
 from .._core.request import Model
@@ -25,7 +27,7 @@ from ..storage.memory import MemoryStore
 from .auth import Scope
 from .config import BridgeSettings
 from .dispatcher import Handler
-from .errors import INTERNAL_ERROR, RpcError, SessionBusyError, invalid_params
+from .errors import INTERNAL_ERROR, SCOPE_DENIED, RpcError, SessionBusyError, invalid_params
 from .limits import TokenBucket
 from .live import LivePrompt
 from .prompt import PromptRun
@@ -34,6 +36,7 @@ from .reminders import REMINDER_METHODS, reminder_handlers
 __all__ = [
     "Bridge",
     "Connection",
+    "OutOfScopeError",
     "PROTOCOL_VERSION",
     "replay_updates",
     "tool_call_update",
@@ -45,6 +48,11 @@ MODES = ["interrupt_immediate", "finish_step", "audit_only"]
 log = logging.getLogger("agent_reminders.bridge")
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class OutOfScopeError(UnknownSessionError):
+    """A session outside the caller's scope: answered exactly like a missing one (``-32004``),
+    but recorded as ``bridge.denied``."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -73,12 +81,17 @@ class Connection:
     def check_visible(self, session_id: str) -> None:
         """``UnknownSessionError`` (``-32004``) for a session outside the scope."""
         if not self.visible(session_id):
-            raise UnknownSessionError(session_id)
+            raise OutOfScopeError(session_id)
 
     def require_prompt(self, method: str) -> None:
         """``-32003`` when the token may not call the prompt methods."""
         if self.scope is not None:
             self.scope.require_prompt(method)
+
+
+def _sid_of(params: object) -> str | None:
+    sid = params.get("sessionId") if isinstance(params, Mapping) else None
+    return sid if isinstance(sid, str) and sid.strip() else None
 
 
 def _object(params: object, method: str) -> Mapping[str, Any]:
@@ -141,20 +154,46 @@ class Bridge:
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.live: dict[str, LivePrompt] = {}
         self.durable = not isinstance(store, MemoryStore)
-        self.methods: dict[str, Handler] = {
-            "initialize": self._bound(self.initialize),
-            "session/new": self._bound(self.new_session),
-            "session/load": self._bound(self.load_session),
-            "session/prompt": self._bound(self.prompt),
-            "session/cancel": self._bound(self.cancel),
+        methods: dict[str, Handler] = {
+            "initialize": self.initialize,
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/prompt": self.prompt,
+            "session/cancel": self.cancel,
             **reminder_handlers(self),
         }
         if not self.durable:
-            del self.methods["session/load"]
+            del methods["session/load"]
+        self.methods = {name: self._audited(name, fn) for name, fn in methods.items()}
 
-    @staticmethod
-    def _bound(fn: Callable[[Any, Connection], Awaitable[Any]]) -> Handler:
-        return fn
+    def _audited(self, method: str, fn: Handler) -> Handler:
+        async def handler(params: Any, connection: Any) -> Any:
+            try:
+                return await fn(params, connection)
+            except OutOfScopeError as exc:
+                await self.denied(method, "out_of_scope", exc.session_id)
+                raise
+            except RpcError as exc:
+                if exc.code == SCOPE_DENIED:
+                    await self.denied(method, "not_allowed", _sid_of(params))
+                raise
+            except ReminderError as exc:
+                if exc.code == "RMD-009":
+                    await self.denied(method, "authority_above_grant", _sid_of(params))
+                raise
+
+        return handler
+
+    async def denied(self, method: str, reason: str, session_id: str | None) -> None:
+        """Record a scope refusal or an authority cap as ``bridge.denied`` (04 §5): on stderr,
+        and in the session's event log when the session exists."""
+        payload = {"method": method, "reason": reason, "session_id": session_id}
+        log.warning("bridge.denied %s", payload)
+        if session_id is None:
+            return
+        record = EventRecord(seq=0, topic="bridge", kind="bridge.denied", payload=payload)
+        with contextlib.suppress(UnknownSessionError):
+            await self.store.append_events(session_id, [record])
 
     def new_id(self) -> str:
         """A random id of 128 bits (uuid4 hex) for sessions and queued items."""
