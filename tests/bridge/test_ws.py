@@ -117,3 +117,23 @@ async def test_scopes(server: tuple[str, Bridge]) -> None:
     assert [e.payload["reason"] for e in hidden_events] == ["out_of_scope"]
     capped = await bridge.store.read_events("mine", kind_prefix="bridge.denied")
     assert [e.payload["reason"] for e in capped] == ["authority_above_grant"]
+
+
+async def test_an_idle_connection_is_closed() -> None:
+    settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),), idle_timeout_seconds=0.3)
+    bridge = Bridge(MemoryStore(), settings=settings)
+    ports: list[int] = []
+    started = anyio.Event()
+
+    def ready(port: int) -> None:
+        ports.append(port)
+        started.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve_ws(bridge, "127.0.0.1", 0, ready=ready))
+        await started.wait()
+        async with connect(f"ws://127.0.0.1:{ports[0]}/", additional_headers=_auth(ADMIN)) as ws:
+            assert "result" in await _call(ws, "initialize", {})
+            with anyio.fail_after(5):
+                await ws.wait_closed()
+        tg.cancel_scope.cancel()

@@ -28,6 +28,8 @@ class BridgeSettings:
         system: The system prompt of new sessions.
         rate_per_second: Requests per second per WebSocket connection (a token bucket
             holding one second of requests; stdio is not limited).
+        idle_timeout_seconds: A WebSocket connection without a frame this long is closed.
+        max_send_queue: Messages waiting for a slow WebSocket reader before it is closed.
         allowed_origins: Browser origins a WebSocket upgrade may come from.
         tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
     """
@@ -40,6 +42,8 @@ class BridgeSettings:
     system: str = ""
     allowed_origins: tuple[str, ...] = ()
     rate_per_second: float = 200.0
+    idle_timeout_seconds: float = 300.0
+    max_send_queue: int = 1000
     tokens: tuple[Scope, ...] = ()
 
 
@@ -75,6 +79,7 @@ _SERVER_KEYS = {
 _APPLIED = {
     "allowed_origins": "allowed_origins",
     "rate_per_second": "rate_per_second",
+    "idle_timeout_seconds": "idle_timeout_seconds",
     "max_frame_bytes": "max_frame_bytes",
     "max_body_bytes": "max_body_bytes",
     "max_pending_per_session": "max_pending",

@@ -61,11 +61,23 @@ async def serve_ws(
 
     async def handler(ws: Any) -> None:
         scope = scopes.pop(id(ws))
-        lock = anyio.Lock()
+        # a bounded send queue: a reader too slow to keep up is disconnected, never buffered
+        # without bound (04 §5)
+        outbox, pending = anyio.create_memory_object_stream[str](settings.max_send_queue)
 
         async def send(text: str) -> None:
-            async with lock:
-                await ws.send(text)
+            try:
+                outbox.send_nowait(text)
+            except anyio.WouldBlock:
+                log.warning("closing a WebSocket connection: its send queue is full")
+                tg.cancel_scope.cancel()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+
+        async def writer() -> None:
+            async with pending:
+                async for text in pending:
+                    await ws.send(text)
 
         async def notify(method: str, params: dict[str, Any]) -> None:
             await send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
@@ -84,10 +96,20 @@ async def serve_ws(
 
         try:
             async with anyio.create_task_group() as tg:
-                async for frame in ws:
-                    tg.start_soon(handle, frame)
+                tg.start_soon(writer)
+                while True:
+                    with anyio.move_on_after(settings.idle_timeout_seconds):
+                        frame = await ws.recv()
+                        tg.start_soon(handle, frame)
+                        continue
+                    log.info("closing an idle WebSocket connection")
+                    break
+                tg.cancel_scope.cancel()
         except Exception:  # a client going away mid-reply ends only its own connection
             log.debug("websocket connection ended", exc_info=True)
+        finally:
+            outbox.close()
+            await ws.close()
 
     async with server.serve(
         handler,
