@@ -93,6 +93,7 @@ def test_readme_example_runs() -> None:
         "docs/generators.md",
         "docs/wire-formats.md",
         "docs/models.md",
+        "docs/bridge.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:

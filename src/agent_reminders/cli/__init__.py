@@ -19,6 +19,7 @@ from .._core.errors import explain as _explain
 from .._version import __version__
 from .common import handle_errors, state
 from .facts import facts_app
+from .serve import serve
 
 __all__ = ["app", "main"]
 
@@ -82,6 +83,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(facts_app, name="facts")
+app.command(name="serve")(serve)
 
 
 def _print_version(value: bool) -> None:

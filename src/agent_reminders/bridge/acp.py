@@ -1,0 +1,348 @@
+"""The ACP methods (spec 04 §2) and the server state they share with the reminder methods.
+
+One :class:`Bridge` serves every connection of a process; each connection has its own
+:class:`Connection` (how to notify the client, its grant, what it declared in ``initialize``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.errors import ReminderError
+from .._core.events import EventLog, EventRecord
+from .._core.fields import Authority
+from .._core.records import Message
+from .._core.request import Model
+from .._version import __version__
+from ..session import Session
+from ..storage.base import Store, UnknownSessionError
+from ..storage.memory import MemoryStore
+from .auth import Scope
+from .config import BridgeSettings
+from .dispatcher import Handler
+from .errors import INTERNAL_ERROR, SCOPE_DENIED, RpcError, SessionBusyError, invalid_params
+from .limits import TokenBucket
+from .live import LivePrompt
+from .prompt import PromptRun
+from .reminders import REMINDER_METHODS, reminder_handlers
+
+__all__ = [
+    "Bridge",
+    "Connection",
+    "OutOfScopeError",
+    "PROTOCOL_VERSION",
+    "replay_updates",
+    "tool_call_update",
+    "tool_result_update",
+]
+
+PROTOCOL_VERSION = 1
+MODES = ["interrupt_immediate", "finish_step", "audit_only"]
+log = logging.getLogger("agent_reminders.bridge")
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class OutOfScopeError(UnknownSessionError):
+    """A session outside the caller's scope: answered exactly like a missing one (``-32004``),
+    but recorded as ``bridge.denied``."""
+
+
+@dataclass(kw_only=True, slots=True)
+class Connection:
+    """One client connection: ``notify(method, params)`` sends a notification to it.
+
+    Attributes:
+        grant: The highest reminder authority this connection may push (stdio: contract).
+        scope: The token's scope (``None``: stdio, trusted with everything).
+        limiter: The connection's request rate limit (``None``: unlimited, stdio).
+        emitted_as_update: The client declared
+            ``clientCapabilities._meta.agent_reminders.reminder_emitted = true``.
+    """
+
+    notify: Notify
+    grant: Authority = Authority.CONTRACT
+    emitted_as_update: bool = False
+    scope: Scope | None = None
+    limiter: TokenBucket | None = None
+
+    def visible(self, session_id: str) -> bool:
+        """Whether this connection may see the session (a scope refusal looks like a
+        missing session, 04 §5)."""
+        return self.scope is None or self.scope.can_see(session_id)
+
+    def check_visible(self, session_id: str) -> None:
+        """``UnknownSessionError`` (``-32004``) for a session outside the scope."""
+        if not self.visible(session_id):
+            raise OutOfScopeError(session_id)
+
+    def require_prompt(self, method: str) -> None:
+        """``-32003`` when the token may not call the prompt methods."""
+        if self.scope is not None:
+            self.scope.require_prompt(method)
+
+
+def _sid_of(params: object) -> str | None:
+    sid = params.get("sessionId") if isinstance(params, Mapping) else None
+    return sid if isinstance(sid, str) and sid.strip() else None
+
+
+def _object(params: object, method: str) -> Mapping[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise invalid_params(f"{method}: params must be an object")
+    return params
+
+
+def _session_id(params: Mapping[str, Any]) -> str:
+    sid = params.get("sessionId")
+    if not isinstance(sid, str) or not sid.strip():
+        raise invalid_params(f"sessionId must be a non-blank string; got {sid!r}")
+    return sid
+
+
+def _prompt_task(prompt: object) -> str | list[dict[str, Any]]:
+    if not isinstance(prompt, list) or not prompt:
+        raise invalid_params("prompt must be a non-empty list of content blocks")
+    blocks: list[dict[str, Any]] = []
+    for index, block in enumerate(prompt):
+        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            raise invalid_params(f"prompt[{index}] must be a content block with a string type")
+        blocks.append(dict(block))
+    if all(b["type"] == "text" and isinstance(b.get("text"), str) for b in blocks):
+        return "".join(b["text"] for b in blocks)
+    return blocks
+
+
+class Bridge:
+    """The server: a store, a model and the sessions with a running prompt.
+
+    Example:
+        >>> import anyio
+        >>> from agent_reminders.storage import MemoryStore
+        >>> async def main():
+        ...     bridge = Bridge(MemoryStore())
+        ...     sent = []
+        ...     async def notify(method, params):
+        ...         sent.append(method)
+        ...     conn = Connection(notify=notify)
+        ...     sid = (await bridge.methods["session/new"]({"cwd": "/"}, conn))["sessionId"]
+        ...     return len(sid)
+        >>> anyio.run(main)
+        32
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        model: Model | None = None,
+        settings: BridgeSettings | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.settings = settings or BridgeSettings()
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.live: dict[str, LivePrompt] = {}
+        self.durable = not isinstance(store, MemoryStore)
+        methods: dict[str, Handler] = {
+            "initialize": self.initialize,
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/prompt": self.prompt,
+            "session/cancel": self.cancel,
+            **reminder_handlers(self),
+        }
+        if not self.durable:
+            del methods["session/load"]
+        self.methods = {name: self._audited(name, fn) for name, fn in methods.items()}
+
+    def _audited(self, method: str, fn: Handler) -> Handler:
+        async def handler(params: Any, connection: Any) -> Any:
+            try:
+                return await fn(params, connection)
+            except OutOfScopeError as exc:
+                await self.denied(method, "out_of_scope", exc.session_id)
+                raise
+            except RpcError as exc:
+                if exc.code == SCOPE_DENIED:
+                    await self.denied(method, "not_allowed", _sid_of(params))
+                raise
+            except ReminderError as exc:
+                if exc.code == "RMD-009":
+                    await self.denied(method, "authority_above_grant", _sid_of(params))
+                raise
+
+        return handler
+
+    async def denied(self, method: str, reason: str, session_id: str | None) -> None:
+        """Record a scope refusal or an authority cap as ``bridge.denied`` (04 §5): on stderr,
+        and in the session's event log when the session exists."""
+        payload = {"method": method, "reason": reason, "session_id": session_id}
+        log.warning("bridge.denied %s", payload)
+        if session_id is None:
+            return
+        record = EventRecord(seq=0, topic="bridge", kind="bridge.denied", payload=payload)
+        with contextlib.suppress(UnknownSessionError):
+            await self.store.append_events(session_id, [record])
+
+    def new_id(self) -> str:
+        """A random id of 128 bits (uuid4 hex) for sessions and queued items."""
+        return uuid.uuid4().hex
+
+    async def initialize(self, params: object, connection: Connection) -> dict[str, Any]:
+        """``initialize`` → protocol version, capabilities, the reminder extension."""
+        p = _object(params, "initialize")
+        caps = p.get("clientCapabilities")
+        meta = caps.get("_meta") if isinstance(caps, Mapping) else None
+        ours = meta.get("agent_reminders") if isinstance(meta, Mapping) else None
+        connection.emitted_as_update = isinstance(ours, Mapping) and (
+            ours.get("reminder_emitted") is True
+        )
+        methods = [name for plain in REMINDER_METHODS for name in (plain, "_" + plain)]
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": self.durable,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                "_meta": {
+                    "agent_reminders": {
+                        "version": __version__,
+                        "methods": methods,
+                        "modes": list(MODES),
+                    }
+                },
+            },
+            "authMethods": [],
+        }
+
+    async def new_session(self, params: object, connection: Connection) -> dict[str, Any]:
+        """``session/new`` → ``{sessionId}`` (uuid4 hex), stored before the reply."""
+        _object(params, "session/new")
+        connection.require_prompt("session/new")
+        session = Session(self.new_id(), system=self.settings.system)
+        await self.store.create_session(session.state())
+        if connection.scope is not None:
+            connection.scope.joined(session.id)
+        return {"sessionId": session.id}
+
+    async def _load(self, session_id: str) -> Session:
+        state = await self.store.load_session(session_id)
+        if state is None:
+            raise UnknownSessionError(session_id)
+        return Session.from_state(state, event_log=EventLog())
+
+    async def load_session(self, params: object, connection: Connection) -> None:
+        """``session/load``: replay the stored conversation as ``session/update``."""
+        sid = _session_id(_object(params, "session/load"))
+        connection.require_prompt("session/load")
+        connection.check_visible(sid)
+        session = await self._load(sid)
+        for update in replay_updates(session.transcript.messages):
+            await connection.notify("session/update", {"sessionId": sid, "update": update})
+        return None
+
+    async def prompt(self, params: object, connection: Connection) -> dict[str, Any]:
+        """``session/prompt``: run ``agent_loop``; updates stream before ``{stopReason}``."""
+        p = _object(params, "session/prompt")
+        sid = _session_id(p)
+        connection.require_prompt("session/prompt")
+        connection.check_visible(sid)
+        task = _prompt_task(p.get("prompt"))
+        if self.model is None:
+            raise RpcError(INTERNAL_ERROR, "no model configured: start serve with --model SPEC")
+        if sid in self.live:
+            raise SessionBusyError(sid, self.worker_id)
+        live = LivePrompt()
+        self.live[sid] = live
+        try:
+            session = await self._load(sid)
+            live.attach(session)
+            run = PromptRun(self, session, live, connection)
+            return {"stopReason": await run.run(task)}
+        finally:
+            del self.live[sid]
+
+    async def cancel(self, params: object, connection: Connection) -> None:
+        """``session/cancel`` (a notification): the running prompt stops at its next seam."""
+        sid = _session_id(_object(params, "session/cancel"))
+        connection.require_prompt("session/cancel")
+        connection.check_visible(sid)
+        live = self.live.get(sid)
+        if live is not None:
+            live.cancel.set()
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return "".join(
+            str(b.get("text", "")) for b in content if isinstance(b, Mapping) and "text" in b
+        )
+    return ""
+
+
+def replay_updates(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The ``session/update`` payloads that replay a stored conversation (04 §2).
+
+    Envelope messages (the directives the library committed) are not the person's words and
+    are not replayed.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "user" and "directive_ids" not in message:
+            text = _text(message.get("content"))
+            out.append(
+                {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
+            )
+        elif role == "assistant":
+            text = _text(message.get("content"))
+            if text:
+                out.append(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    }
+                )
+            for call in message.get("tool_calls") or ():
+                out.append(tool_call_update(call["id"], call["name"], dict(call["arguments"])))
+        elif role == "tool":
+            out.append(
+                tool_result_update(
+                    str(message.get("tool_call_id", "")), True, _text(message.get("content"))
+                )
+            )
+    return out
+
+
+def tool_call_update(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A ``tool_call`` update: the model asked for a tool."""
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call_id,
+        "title": name,
+        "kind": "other",
+        "status": "pending",
+        "rawInput": arguments,
+    }
+
+
+def tool_result_update(call_id: str, ok: bool, text: str) -> dict[str, Any]:
+    """A ``tool_call_update``: the tool ran (``completed``) or failed (``failed``)."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": call_id,
+        "status": "completed" if ok else "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+    }

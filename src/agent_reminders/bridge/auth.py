@@ -1,0 +1,107 @@
+"""Token scopes (spec 04 §5): what a WebSocket token may see and do.
+
+stdio has no scope (``Connection.scope is None``): the parent process is trusted with every
+session and ``contract`` authority.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .._core.errors import ConfigError
+from .._core.fields import Authority, coerce_enum
+from .errors import SCOPE_DENIED, RpcError
+
+__all__ = ["Scope", "find_token", "parse_tokens"]
+
+
+@dataclass(kw_only=True, slots=True)
+class Scope:
+    """One token's rights. ``sessions`` is ``None`` for ``"*"``; a session created through a
+    token limited to a list joins that list (shared by every connection of the token)."""
+
+    token: str
+    sessions: set[str] | None = None
+    max_authority: Authority = Authority.ADVISORY
+    prompt: bool = False
+    admin: bool = False
+
+    @property
+    def grant(self) -> Authority:
+        """The highest authority a reminder pushed with this token may carry."""
+        return Authority.CONTRACT if self.admin else self.max_authority
+
+    def can_see(self, session_id: str) -> bool:
+        """Whether the session is inside this token's scope."""
+        return self.admin or self.sessions is None or session_id in self.sessions
+
+    def require_prompt(self, method: str) -> None:
+        """``-32003`` unless the token may run prompts."""
+        if not (self.prompt or self.admin):
+            raise RpcError(SCOPE_DENIED, f"{method} is not allowed for this token (prompt = false)")
+
+    def joined(self, session_id: str) -> None:
+        """A session this token created becomes visible to it."""
+        if self.sessions is not None:
+            self.sessions.add(session_id)
+
+
+def parse_tokens(entries: object, where: str) -> tuple[Scope, ...]:
+    """The ``[[tokens]]`` tables of a config file.
+
+    Raises:
+        ConfigError: a malformed entry, an unset ``token_env``, a repeated token.
+    """
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: tokens must be an array of tables ([[tokens]])")
+    out: list[Scope] = []
+    for index, entry in enumerate(entries):
+        at = f"{where}: tokens[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{at} must be a table")
+        known = {"token", "token_env", "sessions", "max_authority", "prompt", "admin"}
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ConfigError(f"{at}: unknown key(s) {', '.join(unknown)}")
+        token = entry.get("token")
+        if "token_env" in entry:
+            token = os.environ.get(str(entry["token_env"]))
+            if not token:
+                raise ConfigError(f"{at}: environment variable {entry['token_env']} is not set")
+        if not isinstance(token, str) or len(token) < 16:
+            raise ConfigError(f"{at}: token must be a string of at least 16 characters")
+        sessions = entry.get("sessions", ["*"])
+        if not isinstance(sessions, list) or not all(isinstance(s, str) for s in sessions):
+            raise ConfigError(f'{at}: sessions must be ["*"] or a list of session ids')
+        for flag in ("prompt", "admin"):
+            if not isinstance(entry.get(flag, False), bool):
+                raise ConfigError(f"{at}: {flag} must be true or false")
+        out.append(
+            Scope(
+                token=token,
+                sessions=None if "*" in sessions else set(sessions),
+                max_authority=coerce_enum(
+                    Authority, entry.get("max_authority", "advisory"), f"{at}.max_authority"
+                ),
+                prompt=bool(entry.get("prompt", False)),
+                admin=bool(entry.get("admin", False)),
+            )
+        )
+    if len({s.token for s in out}) != len(out):
+        raise ConfigError(f"{where}: the same token is listed twice")
+    return tuple(out)
+
+
+def find_token(scopes: Iterable[Scope], authorization: str | None) -> Scope | None:
+    """The scope of an ``Authorization: Bearer <token>`` header (constant-time compare)."""
+    if not authorization or not authorization.startswith("Bearer "):
+        return None
+    given = authorization[len("Bearer ") :].strip().encode()
+    found = None
+    for scope in scopes:
+        if hmac.compare_digest(given, scope.token.encode()):
+            found = scope
+    return found

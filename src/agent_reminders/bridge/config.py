@@ -1,0 +1,123 @@
+"""Server settings and the model a ``serve`` process runs (spec 04 §1, §2 and 07)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._core.errors import ConfigError
+from .._core.fields import DEFAULT_MAX_BODY_BYTES
+from .._core.request import Model
+from .auth import Scope, parse_tokens
+
+__all__ = ["BridgeSettings", "load_settings", "model_from_spec"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BridgeSettings:
+    """What one server is configured with (the ``[server]`` table of 04 §1, and flags).
+
+    Attributes:
+        max_iterations: Bounds one ``session/prompt`` (``stopReason: "max_turn_requests"``).
+        max_body_bytes: The largest reminder body accepted.
+        max_pending: Items a session's queue may hold before ``-32005``.
+        max_frame_bytes: The largest frame (stdio line) accepted.
+        request_log: Append every model request here as one JSON line, when set.
+        system: The system prompt of new sessions.
+        rate_per_second: Requests per second per WebSocket connection (a token bucket
+            holding one second of requests; stdio is not limited).
+        idle_timeout_seconds: A WebSocket connection without a frame this long is closed.
+        max_send_queue: Messages waiting for a slow WebSocket reader before it is closed.
+        allowed_origins: Browser origins a WebSocket upgrade may come from.
+        tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
+    """
+
+    max_iterations: int = 25
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_pending: int = 1000
+    max_frame_bytes: int = 1024 * 1024
+    request_log: Path | None = None
+    system: str = ""
+    allowed_origins: tuple[str, ...] = ()
+    rate_per_second: float = 200.0
+    idle_timeout_seconds: float = 300.0
+    max_send_queue: int = 1000
+    tokens: tuple[Scope, ...] = ()
+
+
+def model_from_spec(spec: str) -> Model:
+    """The model named by ``--model``: ``scripted:PATH`` (the script loops).
+
+    This is the one place ``serve`` turns a spec into a model; swap it for
+    ``agent_reminders.models.parse_model_spec`` once that exists.
+
+    Raises:
+        ConfigError: an unknown or malformed spec.
+        ScriptError: the script cannot be read.
+    """
+    kind, sep, rest = spec.partition(":")
+    if kind == "scripted" and sep and rest:
+        from ..testing.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(rest, loop=True)
+    raise ConfigError(f"unknown model spec {spec!r}; expected scripted:PATH")
+
+
+# The [server] keys of 04 §1; the ones this version does not use yet are accepted (they
+# belong to the WebSocket transport and to many workers).
+_SERVER_KEYS = {
+    "allowed_origins": list,
+    "max_frame_bytes": int,
+    "max_body_bytes": int,
+    "max_pending_per_session": int,
+    "rate_per_second": int | float,
+    "idle_timeout_seconds": int | float,
+    "lease_seconds": int | float,
+}
+_APPLIED = {
+    "allowed_origins": "allowed_origins",
+    "rate_per_second": "rate_per_second",
+    "idle_timeout_seconds": "idle_timeout_seconds",
+    "max_frame_bytes": "max_frame_bytes",
+    "max_body_bytes": "max_body_bytes",
+    "max_pending_per_session": "max_pending",
+}
+
+
+def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
+    """Settings from the TOML config file (``[server]``, ``[[tokens]]``) and the flags.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or has an unknown key or a value
+            of the wrong type (naming it).
+    """
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config {path} is not TOML: {exc}") from None
+        unknown = sorted(set(data) - {"server", "tokens"})
+        if unknown:
+            raise ConfigError(f"config {path}: unknown table(s) {', '.join(unknown)}")
+        server = data.get("server", {})
+        if not isinstance(server, dict):
+            raise ConfigError(f"config {path}: [server] must be a table")
+        for key, value in server.items():
+            kind = _SERVER_KEYS.get(key)
+            if kind is None:
+                known = ", ".join(sorted(_SERVER_KEYS))
+                raise ConfigError(f"config {path}: unknown key server.{key}; known: {known}")
+            positive = not isinstance(value, int | float) or value > 0
+            if not isinstance(value, kind) or isinstance(value, bool) or not positive:
+                raise ConfigError(f"config {path}: server.{key} has a bad value {value!r}")
+            if key in _APPLIED:
+                values[_APPLIED[key]] = tuple(value) if isinstance(value, list) else value
+        if "tokens" in data:
+            values["tokens"] = parse_tokens(data["tokens"], f"config {path}")
+    values.update({k: v for k, v in flags.items() if v is not None})
+    return BridgeSettings(**values)

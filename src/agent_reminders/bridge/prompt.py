@@ -1,0 +1,191 @@
+"""One ``session/prompt``: ``agent_loop`` on a stored session, streamed as ``session/update``.
+
+The model is wrapped: before each request goes out the session is saved (so what the seams
+drained is marked delivered in the store), the request is appended to the request log, the
+directives committed into it are announced (``reminder_emitted``) and the tool results of the
+previous step are reported; after the model answers, its text and tool calls are streamed.
+Every notification is awaited before the prompt's response is returned.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from .._core.events import EventRecord, Kind
+from .._core.records import Reminder
+from .._core.request import ModelRequest, ModelResponse, ToolCall, ToolResult
+from ..hooks import Hooks
+from ..loop.run import agent_loop
+from ..session import Session
+from .live import LivePrompt
+
+if TYPE_CHECKING:
+    from .acp import Bridge, Connection
+
+__all__ = ["STOP_REASONS", "PromptRun"]
+
+STOP_REASONS = {
+    "completed": "end_turn",
+    "max_iterations": "max_turn_requests",
+    "cancelled": "cancelled",
+}
+
+
+def _plain(value: Any) -> Any:
+    # request messages are read-only views; the log wants plain JSON
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return [_plain(v) for v in value]
+
+
+def _append_line(path: Path, line: str) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def _emitted(reminder: Reminder) -> dict[str, Any]:
+    return {
+        "reminderId": reminder.id,
+        "tags": list(reminder.tags),
+        "body": reminder.body,
+        "roleHint": reminder.role_hint.value,
+        "authority": reminder.authority.value,
+        "renderedRole": "user",
+        "source": reminder.source.value,
+        "ttlTurns": reminder.ttl_turns,
+    }
+
+
+class PromptRun:
+    """The state of one prompt: what was announced and what is still to report."""
+
+    def __init__(
+        self, bridge: Bridge, session: Session, live: LivePrompt, connection: Connection
+    ) -> None:
+        self.bridge = bridge
+        self.session = session
+        self.live = live
+        self.connection = connection
+        self.fired: list[str] = []
+        self.open_calls: dict[str, ToolCall] = {}
+        self.results: dict[str, ToolResult] = {}
+
+    async def update(self, update: dict[str, Any]) -> None:
+        await self.connection.notify(
+            "session/update", {"sessionId": self.session.id, "update": update}
+        )
+
+    def _on_fired(self, record: EventRecord) -> None:
+        rid = record.payload.get("reminder_id")
+        if isinstance(rid, str):
+            self.fired.append(rid)
+
+    def _on_tool(self, call: ToolCall, result: ToolResult) -> None:
+        self.results[call.id] = result
+
+    async def flush(self) -> None:
+        """Report finished tools and newly committed directives."""
+        from .acp import tool_result_update
+
+        for call_id in list(self.open_calls):
+            result = self.results.pop(call_id, None)
+            if result is None:  # never dispatched (an interrupt or a cancel skipped it)
+                text = self._tool_text(call_id)
+                await self.update(tool_result_update(call_id, False, text))
+            else:
+                await self.update(tool_result_update(call_id, result.ok, result.content))
+            del self.open_calls[call_id]
+        if self.fired:
+            by_id = {r.id: r for r in self.session.transcript.reminders}
+            fired, self.fired = self.fired, []
+            for rid in fired:
+                reminder = by_id.get(rid)
+                if reminder is not None:
+                    await self._announce(reminder)
+
+    def _tool_text(self, call_id: str) -> str:
+        for message in reversed(self.session.transcript.messages):
+            if message["role"] == "tool" and message.get("tool_call_id") == call_id:
+                content = message.get("content")
+                return content if isinstance(content, str) else ""
+        return ""
+
+    async def _announce(self, reminder: Reminder) -> None:
+        body = _emitted(reminder)
+        if self.connection.emitted_as_update:
+            await self.update(
+                {
+                    "sessionUpdate": "reminder_emitted",
+                    "_meta": {"agent_reminders": {"reminder": body}},
+                }
+            )
+        else:
+            await self.connection.notify(
+                "_session/reminder_emitted", {"sessionId": self.session.id, "reminder": body}
+            )
+
+    async def model(self, request: ModelRequest) -> ModelResponse:
+        """The configured model, with saving, logging and streaming around it."""
+        from .acp import tool_call_update
+
+        bridge = self.bridge
+        assert bridge.model is not None
+        await bridge.store.save_session(self.session.state())
+        log_path = bridge.settings.request_log
+        if log_path is not None:
+            line = json.dumps(
+                {
+                    "session_id": request.session_id,
+                    "turn": request.turn,
+                    "system": request.system,
+                    "messages": _plain(list(request.messages)),
+                },
+                ensure_ascii=False,
+            )
+            await anyio.to_thread.run_sync(_append_line, log_path, line)
+        await self.flush()
+        response = await bridge.model(request)
+        message = response.message if isinstance(response, ModelResponse) else None
+        if message is not None:
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                await self.update(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": content},
+                    }
+                )
+            for call in message.get("tool_calls") or ():
+                self.open_calls[call["id"]] = ToolCall(
+                    id=call["id"], name=call["name"], arguments=dict(call["arguments"])
+                )
+                await self.update(
+                    tool_call_update(call["id"], call["name"], dict(call["arguments"]))
+                )
+        return response
+
+    async def run(self, task: str | list[dict[str, Any]]) -> str:
+        """Run the loop; returns the ACP ``stopReason``."""
+        hooks = Hooks()
+        hooks.tool("*", post=self._on_tool)
+        unsubscribe = self.session.event_log.subscribe(self._on_fired, kind_prefix=Kind.FIRED)
+        try:
+            result = await agent_loop(
+                self.model,
+                task,
+                session=self.session,
+                hooks=hooks,
+                max_iterations=self.bridge.settings.max_iterations,
+                cancel=self.live.cancel,
+            )
+            await self.flush()
+        finally:
+            unsubscribe()
+            await self.bridge.store.save_session(self.session.state())
+        return STOP_REASONS[result.status]

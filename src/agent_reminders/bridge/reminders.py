@@ -1,0 +1,164 @@
+"""The reminder methods (spec 04 §3), each under its plain and its ``_``-prefixed name.
+
+Validation is the injection queue's own (``InjectionQueue.remind`` / ``inject``, the one
+implementation of 04 §3's check order): a scratch queue validates and builds the item, the
+store makes it durable, and only then does the client get its id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._core.errors import QueueError, ReminderError
+from ..queue import InjectionQueue, QueueItem
+from .errors import invalid_params
+
+if TYPE_CHECKING:
+    from .acp import Bridge, Connection
+
+__all__ = ["REMINDER_METHODS", "reminder_handlers", "resolve_session_id"]
+
+REMINDER_METHODS: tuple[str, ...] = (
+    "session/remind",
+    "session/inject",
+    "session/pending_injections",
+    "session/revoke_reminder",
+)
+_ENVELOPE_KEYS = frozenset({"sessionId", "mode", "reminder"})
+
+
+def _params(params: object) -> Mapping[str, Any]:
+    if not isinstance(params, Mapping):
+        raise ReminderError("RMD-002", f"params must be an object; got {type(params).__name__}")
+    return params
+
+
+async def resolve_session_id(
+    bridge: Bridge, params: Mapping[str, Any], connection: Connection
+) -> str:
+    """``params["sessionId"]``, or the one session the caller can see when it is missing."""
+    sid = params.get("sessionId")
+    if sid is None:
+        sessions = [
+            s for s in await bridge.store.list_sessions() if connection.visible(s.session_id)
+        ]
+        if len(sessions) != 1:
+            raise invalid_params(
+                f"sessionId is required: {len(sessions)} sessions exist (it may only be left "
+                "out when exactly one does)"
+            )
+        return sessions[0].session_id
+    if not isinstance(sid, str) or not sid.strip():
+        raise invalid_params(f"sessionId must be a non-blank string; got {sid!r}")
+    connection.check_visible(sid)
+    return sid
+
+
+def _scratch(bridge: Bridge, connection: Connection) -> InjectionQueue:
+    return InjectionQueue(
+        max_authority=connection.grant,
+        max_body_bytes=bridge.settings.max_body_bytes,
+        id_factory=bridge.new_id,
+    )
+
+
+def _only_item(queue: InjectionQueue) -> QueueItem:
+    (item,) = queue.state().items
+    return item
+
+
+async def _store_item(bridge: Bridge, session_id: str, item: QueueItem) -> None:
+    await bridge.store.enqueue(session_id, item, max_pending=bridge.settings.max_pending)
+    live = bridge.live.get(session_id)
+    if live is not None:
+        live.offer(item)
+
+
+async def remind(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
+    """``session/remind`` → ``{reminderId}``, durable before the reply."""
+    p = _params(params)
+    if "reminder" in p:
+        reminder = p["reminder"]
+        if not isinstance(reminder, Mapping):
+            raise ReminderError(
+                "RMD-002", f"reminder must be an object; got {type(reminder).__name__}"
+            )
+        extra = sorted(set(p) - _ENVELOPE_KEYS)
+        if extra:
+            raise ReminderError(
+                "RMD-001",
+                f"unknown key(s) beside 'reminder': {', '.join(extra)}; put reminder fields "
+                "either at top level or under 'reminder', not both",
+            )
+    else:
+        reminder = {k: v for k, v in p.items() if k not in _ENVELOPE_KEYS}
+    scratch = _scratch(bridge, connection)
+    scratch.remind(reminder, mode=p.get("mode"), grant=connection.grant)
+    item = _only_item(scratch)
+    session_id = await resolve_session_id(bridge, p, connection)
+    await _store_item(bridge, session_id, item)
+    return {"reminderId": item.id}
+
+
+async def inject(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
+    """``session/inject`` → ``{messageId}``: a user message for the next seam of its mode."""
+    p = _params(params)
+    extra = sorted(set(p) - {"sessionId", "content", "mode"})
+    if extra:
+        raise ReminderError("RMD-001", f"unknown key(s): {', '.join(extra)}")
+    scratch = _scratch(bridge, connection)
+    scratch.inject(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
+    item = _only_item(scratch)
+    session_id = await resolve_session_id(bridge, p, connection)
+    await _store_item(bridge, session_id, item)
+    return {"messageId": item.id}
+
+
+async def pending(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
+    """``session/pending_injections`` → ``{pendingCount, injections}`` in FIFO order."""
+    p = _params(params)
+    session_id = await resolve_session_id(bridge, p, connection)
+    live = bridge.live.get(session_id)
+    queue = None if live is None else live.queue
+    rows = await bridge.store.pending(session_id) if queue is None else queue.pending()
+    return {"pendingCount": len(rows), "injections": rows}
+
+
+async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
+    """``session/revoke_reminder`` → ``{reminderId, status}``."""
+    p = _params(params)
+    rid = p.get("reminderId")
+    if not isinstance(rid, str) or not rid.strip():
+        raise QueueError("missing_reminder_id", "reminderId is missing or blank")
+    session_id = await resolve_session_id(bridge, p, connection)
+    live = bridge.live.get(session_id)
+    queue = None if live is None else live.queue
+    if queue is not None:
+        # the live queue knows what was drained but not saved yet: it answers first
+        try:
+            queue.revoke(rid)
+        except QueueError as exc:
+            if exc.reason != "unknown_reminder_id":
+                raise
+    status = await bridge.store.revoke(session_id, rid)
+    return {"reminderId": rid, "status": status}
+
+
+def reminder_handlers(bridge: Bridge) -> dict[str, Any]:
+    """The four methods under both spellings, bound to ``bridge``."""
+    table = {
+        "session/remind": remind,
+        "session/inject": inject,
+        "session/pending_injections": pending,
+        "session/revoke_reminder": revoke,
+    }
+    out: dict[str, Any] = {}
+    for name, fn in table.items():
+
+        async def handler(params: Any, connection: Any, _fn: Any = fn) -> Any:
+            return await _fn(bridge, params, connection)
+
+        out[name] = handler
+        out["_" + name] = handler
+    return out

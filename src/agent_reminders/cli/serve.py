@@ -1,0 +1,84 @@
+"""``agent-reminders serve``: the JSON-RPC bridge over stdio (spec 04, 07)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import handle_errors
+
+__all__ = ["DEFAULT_STORE", "serve"]
+
+DEFAULT_STORE = "sqlite:./.agent-reminders/state.db"
+
+
+def _address(text: str) -> tuple[str, int]:
+    from .._core.errors import ConfigError
+
+    host, sep, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"--ws takes [HOST:]PORT; got {text!r}")
+    return (host if sep and host else "127.0.0.1", int(port))
+
+
+@handle_errors
+def serve(
+    store: Annotated[
+        str, typer.Option("--store", help="memory:, sqlite:PATH (default) or a path.")
+    ] = DEFAULT_STORE,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model: scripted:PATH (loops its script).")
+    ] = None,
+    max_iterations: Annotated[
+        int, typer.Option("--max-iterations", min=1, help="Bound one prompt (max_turn_requests).")
+    ] = 25,
+    request_log: Annotated[
+        Path | None,
+        typer.Option("--request-log", help="Append every model request as one JSON line."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML config ([server], [[tokens]]).")
+    ] = None,
+    ws: Annotated[
+        str | None,
+        typer.Option("--ws", help="Serve WebSocket on [HOST:]PORT (host 127.0.0.1) instead."),
+    ] = None,
+) -> None:
+    """Run an agent as an ACP-style JSON-RPC server on stdin/stdout (logs on stderr).
+
+    The store is opened (and migrated) before the first frame is read: a store that cannot
+    be opened ends the command at once with one line on stderr.
+    """
+    import anyio
+
+    from .._core.errors import ConfigError
+    from ..bridge import Bridge, load_settings, model_from_spec
+    from ..bridge.stdio import serve_stdio
+    from ..storage import open_store
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    settings = load_settings(config, max_iterations=max_iterations, request_log=request_log)
+    chosen = None if model is None else model_from_spec(model)
+    address = None if ws is None else _address(ws)
+    if address is not None and not settings.tokens:
+        raise ConfigError("--ws needs at least one [[tokens]] entry in the --config file")
+
+    async def main() -> None:
+        opened = await open_store(store)
+        async with opened:
+            bridge = Bridge(opened, model=chosen, settings=settings)
+            if address is None:
+                await serve_stdio(bridge)
+            else:
+                from ..bridge.ws import serve_ws
+
+                def ready(port: int) -> None:
+                    print(f"listening on ws://{address[0]}:{port}/", file=sys.stderr, flush=True)
+
+                await serve_ws(bridge, address[0], address[1], ready=ready)
+
+    anyio.run(main)
