@@ -7,7 +7,7 @@ needs nothing beyond the core dependencies.
 from __future__ import annotations
 
 from .acp import Bridge, Connection
-from .config import BridgeSettings, load_settings, model_from_spec
+from .config import BridgeSettings, load_settings
 from .dispatcher import Dispatcher
 from .errors import RpcError, SessionBusyError, error_object
 
@@ -20,5 +20,4 @@ __all__ = [
     "SessionBusyError",
     "error_object",
     "load_settings",
-    "model_from_spec",
 ]

@@ -9,10 +9,9 @@ from typing import Any
 
 from .._core.errors import ConfigError
 from .._core.fields import DEFAULT_MAX_BODY_BYTES
-from .._core.request import Model
 from .auth import Scope, parse_tokens
 
-__all__ = ["BridgeSettings", "load_settings", "model_from_spec"]
+__all__ = ["BridgeSettings", "load_settings"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,24 +44,6 @@ class BridgeSettings:
     idle_timeout_seconds: float = 300.0
     max_send_queue: int = 1000
     tokens: tuple[Scope, ...] = ()
-
-
-def model_from_spec(spec: str) -> Model:
-    """The model named by ``--model``: ``scripted:PATH`` (the script loops).
-
-    This is the one place ``serve`` turns a spec into a model; swap it for
-    ``agent_reminders.models.parse_model_spec`` once that exists.
-
-    Raises:
-        ConfigError: an unknown or malformed spec.
-        ScriptError: the script cannot be read.
-    """
-    kind, sep, rest = spec.partition(":")
-    if kind == "scripted" and sep and rest:
-        from ..testing.scripted import ScriptedModel
-
-        return ScriptedModel.from_file(rest, loop=True)
-    raise ConfigError(f"unknown model spec {spec!r}; expected scripted:PATH")
 
 
 # The [server] keys of 04 §1; the ones this version does not use yet are accepted (they

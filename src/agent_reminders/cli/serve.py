@@ -31,7 +31,16 @@ def serve(
         str, typer.Option("--store", help="memory:, sqlite:PATH (default) or a path.")
     ] = DEFAULT_STORE,
     model: Annotated[
-        str | None, typer.Option("--model", help="The model: scripted:PATH (loops its script).")
+        str | None,
+        typer.Option(
+            "--model",
+            help="scripted:PATH (loops its script), openai:NAME, openai-responses:NAME, "
+            "anthropic:NAME.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="An OpenAI-compatible server (vLLM, llama.cpp, Ollama)."),
     ] = None,
     max_iterations: Annotated[
         int, typer.Option("--max-iterations", min=1, help="Bound one prompt (max_turn_requests).")
@@ -56,13 +65,14 @@ def serve(
     import anyio
 
     from .._core.errors import ConfigError
-    from ..bridge import Bridge, load_settings, model_from_spec
+    from ..bridge import Bridge, load_settings
     from ..bridge.stdio import serve_stdio
+    from ..models import parse_model_spec
     from ..storage import open_store
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings(config, max_iterations=max_iterations, request_log=request_log)
-    chosen = None if model is None else model_from_spec(model)
+    chosen = None if model is None else parse_model_spec(model, base_url=base_url)
     address = None if ws is None else _address(ws)
     if address is not None and not settings.tokens:
         raise ConfigError("--ws needs at least one [[tokens]] entry in the --config file")
