@@ -6,16 +6,18 @@ No SDK is imported here; each backend module maps its own SDK's exceptions onto 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, cast
 
 from .._core.errors import ConfigError, MessageError, ModelError
+from .._core.records import Message
 from .._core.request import ModelRequest
 from ..integrations._wire import parse_arguments
 
 __all__ = [
     "CacheKey",
     "api_key_or_error",
+    "assistant_message",
     "cache_key_for",
     "check_client_options",
     "connection_error",
@@ -141,3 +143,21 @@ def field_of(value: Any, name: str) -> Any:
 def count_of(value: Any) -> int | None:
     """A token count the server reported, or ``None`` when it reported none."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def assistant_message(
+    provider: str,
+    label: str,
+    content: str,
+    calls: Iterable[tuple[object, object, object, str]],
+) -> Message:
+    """The neutral assistant message of an answer: its text and its tool calls, each given as
+    ``(id, name, raw arguments, where)`` (``where`` names the arguments in errors)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    neutral = [
+        {"id": cid, "name": name, "arguments": tool_arguments(provider, label, raw, where)}
+        for cid, name, raw, where in calls
+    ]
+    if neutral:
+        message["tool_calls"] = neutral
+    return cast(Message, message)

@@ -7,7 +7,7 @@ timeouts are the SDK's own (``max_retries``, ``timeout``).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 try:
     import anthropic
@@ -23,12 +23,12 @@ from .._core.request import ModelRequest, ModelResponse, Usage
 from ..integrations import to_anthropic
 from ._base import (
     api_key_or_error,
+    assistant_message,
     check_client_options,
     connection_error,
     count_of,
     field_of,
     status_error,
-    tool_arguments,
 )
 
 __all__ = ["AnthropicModel"]
@@ -162,30 +162,17 @@ class AnthropicModel:
 
     def _message(self, blocks: list[Any]) -> Message:
         texts: list[str] = []
-        calls: list[dict[str, Any]] = []
+        calls = []
         for i, block in enumerate(blocks):
             kind = field_of(block, "type")
             if kind == "text":
                 texts.append(field_of(block, "text") or "")
             elif kind == "tool_use":
                 name = field_of(block, "name")
-                calls.append(
-                    {
-                        "id": field_of(block, "id"),
-                        "name": name,
-                        "arguments": tool_arguments(
-                            PROVIDER,
-                            self._label(),
-                            field_of(block, "input"),
-                            f"content[{i}] ({name}).input",
-                        ),
-                    }
-                )
+                where = f"content[{i}] ({name}).input"
+                calls.append((field_of(block, "id"), name, field_of(block, "input"), where))
             # thinking blocks are not kept (extended thinking with tools is not supported yet)
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
-        if calls:
-            message["tool_calls"] = calls
-        return cast(Message, message)
+        return assistant_message(PROVIDER, self._label(), "".join(texts), calls)
 
     @staticmethod
     def _usage(usage: Any) -> Usage | None:

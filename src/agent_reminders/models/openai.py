@@ -8,7 +8,7 @@ to_openai_responses`); retries and timeouts are the SDK's own (``max_retries``, 
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 try:
     import openai
@@ -25,13 +25,13 @@ from ..integrations import to_openai_chat, to_openai_responses
 from ._base import (
     CacheKey,
     api_key_or_error,
+    assistant_message,
     cache_key_for,
     check_client_options,
     connection_error,
     count_of,
     field_of,
     status_error,
-    tool_arguments,
 )
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesModel"]
@@ -197,24 +197,13 @@ class OpenAIChatModel(_OpenAIBackend):
 
     def _message(self, wire: Any) -> Message:
         content = field_of(wire, "content") or field_of(wire, "refusal") or ""
-        message: dict[str, Any] = {"role": "assistant", "content": content}
         calls = []
         for i, call in enumerate(field_of(wire, "tool_calls") or []):
             function = field_of(call, "function")
             name = field_of(function, "name")
             where = f"choices[0].message.tool_calls[{i}] ({name}).function.arguments"
-            calls.append(
-                {
-                    "id": field_of(call, "id"),
-                    "name": name,
-                    "arguments": tool_arguments(
-                        PROVIDER, self._label(), field_of(function, "arguments"), where
-                    ),
-                }
-            )
-        if calls:
-            message["tool_calls"] = calls
-        return cast(Message, message)
+            calls.append((field_of(call, "id"), name, field_of(function, "arguments"), where))
+        return assistant_message(PROVIDER, self._label(), content, calls)
 
     @staticmethod
     def _usage(usage: Any) -> Usage | None:
@@ -274,7 +263,7 @@ class OpenAIResponsesModel(_OpenAIBackend):
 
     def _message(self, output: list[Any]) -> Message:
         texts: list[str] = []
-        calls: list[dict[str, Any]] = []
+        calls = []
         for i, item in enumerate(output):
             kind = field_of(item, "type")
             if kind == "message":
@@ -283,23 +272,10 @@ class OpenAIResponsesModel(_OpenAIBackend):
                         texts.append(field_of(part, "text") or field_of(part, "refusal") or "")
             elif kind == "function_call":
                 name = field_of(item, "name")
-                calls.append(
-                    {
-                        "id": field_of(item, "call_id"),
-                        "name": name,
-                        "arguments": tool_arguments(
-                            PROVIDER,
-                            self._label(),
-                            field_of(item, "arguments"),
-                            f"output[{i}] ({name}).arguments",
-                        ),
-                    }
-                )
+                where = f"output[{i}] ({name}).arguments"
+                calls.append((field_of(item, "call_id"), name, field_of(item, "arguments"), where))
             # reasoning items are not kept: with store=False they cannot be referred to later
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
-        if calls:
-            message["tool_calls"] = calls
-        return cast(Message, message)
+        return assistant_message(PROVIDER, self._label(), "".join(texts), calls)
 
     @staticmethod
     def _usage(usage: Any) -> Usage | None:
