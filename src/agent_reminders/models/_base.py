@@ -11,13 +11,14 @@ from typing import Any, Literal, cast
 
 from .._core.errors import ConfigError, MessageError, ModelError
 from .._core.records import Message
-from .._core.request import ModelRequest
+from .._core.request import ModelRequest, Usage
 from ..integrations._wire import parse_arguments
 
 __all__ = [
     "CacheKey",
     "api_key_or_error",
     "assistant_message",
+    "cached_usage",
     "cache_key_for",
     "check_client_options",
     "connection_error",
@@ -161,3 +162,15 @@ def assistant_message(
     if neutral:
         message["tool_calls"] = neutral
     return cast(Message, message)
+
+
+def cached_usage(usage: Any, input_key: str, output_key: str, details_key: str) -> Usage | None:
+    """OpenAI-style usage (``prompt_tokens`` / ``input_tokens`` and a details object holding
+    ``cached_tokens``) as a :class:`Usage`; ``None`` when the answer carried none."""
+    if usage is None:
+        return None
+    return Usage(
+        input_tokens=count_of(field_of(usage, input_key)) or 0,
+        output_tokens=count_of(field_of(usage, output_key)) or 0,
+        cached_input_tokens=count_of(field_of(field_of(usage, details_key), "cached_tokens")),
+    )

@@ -27,9 +27,9 @@ from ._base import (
     api_key_or_error,
     assistant_message,
     cache_key_for,
+    cached_usage,
     check_client_options,
     connection_error,
-    count_of,
     field_of,
     status_error,
 )
@@ -207,14 +207,7 @@ class OpenAIChatModel(_OpenAIBackend):
 
     @staticmethod
     def _usage(usage: Any) -> Usage | None:
-        if usage is None:
-            return None
-        cached = field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens")
-        return Usage(
-            input_tokens=count_of(field_of(usage, "prompt_tokens")) or 0,
-            output_tokens=count_of(field_of(usage, "completion_tokens")) or 0,
-            cached_input_tokens=count_of(cached),
-        )
+        return cached_usage(usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 
 
 class OpenAIResponsesModel(_OpenAIBackend):
@@ -279,11 +272,4 @@ class OpenAIResponsesModel(_OpenAIBackend):
 
     @staticmethod
     def _usage(usage: Any) -> Usage | None:
-        if usage is None:
-            return None
-        cached = field_of(field_of(usage, "input_tokens_details"), "cached_tokens")
-        return Usage(
-            input_tokens=count_of(field_of(usage, "input_tokens")) or 0,
-            output_tokens=count_of(field_of(usage, "output_tokens")) or 0,
-            cached_input_tokens=count_of(cached),
-        )
+        return cached_usage(usage, "input_tokens", "output_tokens", "input_tokens_details")
