@@ -95,10 +95,7 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
         reminder = {k: v for k, v in p.items() if k not in _ENVELOPE_KEYS}
     scratch = _scratch(bridge, connection)
     scratch.remind(reminder, mode=p.get("mode"), grant=connection.grant)
-    item = _only_item(scratch)
-    session_id = await resolve_session_id(bridge, p, connection)
-    await _store_item(bridge, session_id, item)
-    return {"reminderId": item.id}
+    return {"reminderId": await _queue(bridge, p, connection, scratch)}
 
 
 async def inject(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
@@ -109,10 +106,18 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
         raise ReminderError("RMD-001", f"unknown key(s): {', '.join(extra)}")
     scratch = _scratch(bridge, connection)
     scratch.inject(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
+    return {"messageId": await _queue(bridge, p, connection, scratch)}
+
+
+async def _queue(
+    bridge: Bridge, p: Mapping[str, Any], connection: Connection, scratch: InjectionQueue
+) -> str:
+    """Store the one item a scratch queue validated into its session (durable before the
+    reply); returns the item's id."""
     item = _only_item(scratch)
     session_id = await resolve_session_id(bridge, p, connection)
     await _store_item(bridge, session_id, item)
-    return {"messageId": item.id}
+    return item.id
 
 
 async def pending(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
