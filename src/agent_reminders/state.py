@@ -20,7 +20,7 @@ from ._core.envelope import EnvelopeStyle, InstructionsMode, check_instructions,
 from ._core.errors import AgentRemindersError, StateError
 from ._core.messages import copy_json, validate_message
 from ._core.records import Message, Reminder, check_turn
-from ._core.transcript import Transcript
+from ._core.transcript import Transcript, read_document
 from .generators import GeneratorState
 from .providers.fire import ProviderState
 from .queue import QueueItem, QueueState, check_queue_item
@@ -175,16 +175,7 @@ class SessionState:
                 format or version, a missing or unknown key, a value of the wrong type, a stored
                 reminder or queue item that is invalid or not in the library's own form.
         """
-        if not isinstance(text, str | bytes):
-            raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise StateError(f"session state JSON does not parse: {exc}") from None
-        if not isinstance(data, dict):
-            raise StateError(f"a session state must be a JSON object; got {type(data).__name__}")
-        if data.get("format") != FORMAT:
-            raise StateError(f"format must be {FORMAT!r}; got {data.get('format')!r}")
+        data = read_document(text, FORMAT, "session state")
         doc = _object(data, "session state", _KEYS)
         held = tuple(
             _message(m, f"held_messages[{i}]") for i, m in enumerate(_list(doc, "held_messages"))

@@ -36,6 +36,7 @@ __all__ = [
     "Transcript",
     "check_transcript",
     "message_event",
+    "read_document",
     "reminder_event",
 ]
 
@@ -505,14 +506,7 @@ class Transcript:
                 the field of an invalid stored reminder.
             MessageError: ``RMD-101`` naming the path of an invalid stored message.
         """
-        if not isinstance(text, str | bytes):
-            raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise StateError(f"transcript JSON does not parse: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise StateError(f"not a transcript document (format must be {FORMAT!r})")
+        data = read_document(text, FORMAT, "transcript")
         events = data.get("events")
         if not isinstance(events, list):
             raise StateError("transcript document: events must be a list")
@@ -538,6 +532,31 @@ class Transcript:
                         exc.code, f"events[{index}].reminder: {exc.message}"
                     ) from None
         return cls.from_events(events, id=tid)
+
+
+def read_document(text: str | bytes, format: str, what: str) -> dict[str, Any]:
+    """Parse a saved JSON document of the library's own ``format`` (a transcript, a session
+    state): a JSON object whose ``format`` key is ``format``.
+
+    Raises:
+        TypeError: ``text`` is neither ``str`` nor ``bytes``.
+        StateError: ``RMD-106`` naming ``what`` when it does not parse or is another document.
+    """
+    if not isinstance(text, str | bytes):
+        raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise StateError(f"{what} JSON does not parse: {exc}") from None
+    if not isinstance(data, dict):
+        raise StateError(
+            f"a {what} document is a JSON object with format {format!r}; got {type(data).__name__}"
+        )
+    if data.get("format") != format:
+        raise StateError(
+            f"not a {what} document: format must be {format!r}; got {data.get('format')!r}"
+        )
+    return data
 
 
 def check_transcript(value: object) -> Transcript:
