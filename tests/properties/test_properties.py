@@ -388,3 +388,21 @@ def test_project_is_idempotent_and_order_stable(queue: list[Reminder]) -> None:
     assert out == reference_project(queue)
     # Input untouched.
     assert [r.id for r in queue] == [f"r{i}" for i in range(len(queue))]
+
+
+@settings(max_examples=500, deadline=None)
+@given(queue=reminder_queues(), data=st.data())
+def test_commit_fires_the_projection_minus_what_history_holds(
+    queue: list[Reminder], data: st.DataObject
+) -> None:
+    """Whichever of the queue is already committed, the envelope holds exactly the rest of the
+    projection, in projection order (the few-new fast path and the full projection agree)."""
+    committed = data.draw(
+        st.sets(st.sampled_from([r.id for r in queue])) if queue else st.just(set())
+    )
+    history = [{"role": "user", "content": "earlier", "directive_ids": sorted(committed)}]
+    t = Transcript(history, queue)  # type: ignore[arg-type]
+    result = commit_directives(t, turn=0)
+    expected = [r.id for r in reference_project(queue) if r.id not in committed]
+    assert list(result.fired) == expected
+    assert (result.message is None) == (not expected)

@@ -38,6 +38,7 @@ __all__ = [
     "neutralize_untrusted",
     "project",
     "project_pending",
+    "project_wanted",
     "render_directive",
     "render_envelope",
 ]
@@ -91,6 +92,10 @@ def render_directive(reminder: Reminder) -> str:
     """
     if not isinstance(reminder, Reminder):
         raise TypeError(f"expected a Reminder, not {type(reminder).__name__}")
+    return _directive(reminder)
+
+
+def _directive(reminder: Reminder) -> str:
     ttl = "" if reminder.ttl_turns is None else f' ttl_turns="{reminder.ttl_turns}"'
     return (
         f'<directive authority="{reminder.authority}"{ttl}>\n'
@@ -131,6 +136,11 @@ def render_envelope(
     for item in items:
         if not isinstance(item, Reminder):
             raise TypeError(f"expected Reminder items, not {type(item).__name__}")
+    return _envelope(items, checked, instructions)
+
+
+def _envelope(items: list[Reminder], checked: EnvelopeStyle, instructions: bool) -> str:
+    """:func:`render_envelope` of checked arguments (a non-empty list of reminders)."""
     if checked == "system_reminder":
         text = "\n\n".join(escape_body(r.body) for r in items)
         return f"<system-reminder>\n{text}\n</system-reminder>"
@@ -138,7 +148,7 @@ def render_envelope(
     lines = [f'<context-directives speaker="{"person" if person else "harness"}">']
     if instructions:
         lines.append(ENVELOPE_INSTRUCTIONS)
-    lines.extend(render_directive(r) for r in items)
+    lines.extend(map(_directive, items))
     lines.append("</context-directives>")
     return "\n".join(lines)
 
@@ -296,6 +306,31 @@ def project_pending(entries: Sequence[Pending]) -> list[Pending]:
 _RANK_OF = attrgetter("rank")
 
 
+def project_wanted(entries: Sequence[Pending], wanted: frozenset[str]) -> list[Pending]:
+    """The entries of :func:`project_pending` whose id is in ``wanted``, in envelope order.
+
+    An entry whose dedupe key (if any) and body key no other entry shares survives both
+    collapses whatever the others are, so when every wanted entry is such a one — a turn with
+    a few new reminders — the whole projection is not needed: the wanted entries in queue
+    order, stably sorted by authority, are exactly its wanted part.
+    """
+    chosen = [e for e in entries if e.id in wanted]
+    if len(chosen) <= _FEW:
+        dedupe_keys = [e.dedupe_key for e in entries]
+        body_keys = [e.body_key for e in entries]
+        if all(
+            (e.dedupe_key is None or dedupe_keys.count(e.dedupe_key) == 1)
+            and body_keys.count(e.body_key) == 1
+            for e in chosen
+        ):
+            chosen.sort(key=_RANK_OF)
+            return chosen
+    return [e for e in project_pending(entries) if e.id in wanted]
+
+
+_FEW = 8  # wanted entries checked one by one (each check is a C-level scan of the keys)
+
+
 def _collapse(entries: Sequence[Pending], keys: list[str | None]) -> list[Pending]:
     """The entries that win their key (``None``: no key, always kept), in queue order."""
     present = [k for k in keys if k is not None]
@@ -395,15 +430,15 @@ def commit_directives(
         return Committed(transcript=transcript, message=None, fired=())
     fresh = [
         current
-        for e in project_pending(transcript.pending)
-        if e.id in uncommitted and not transcript.is_committed(current := transcript.current(e))
+        for e in project_wanted(transcript.pending, uncommitted)
+        if not transcript.is_committed(current := transcript.current(e))
     ]
     if not fresh:
         return Committed(transcript=transcript, message=None, fired=())
     with_instructions = instructions == "always" or (
         instructions == "auto" and not transcript.has_instructions()
     )
-    text = render_envelope(fresh, style=checked_style, instructions=with_instructions)
+    text = _envelope(fresh, checked_style, with_instructions)
     ids = [r.id for r in fresh]
     result = transcript.append_envelope(text, ids)
     if log is not None:

@@ -489,12 +489,20 @@ def event_fields(reminder: object, names: Iterable[str]) -> dict[str, Any]:
         >>> event_fields(Reminder(id="r1", body="x"), ("id", "authority"))
         {'reminder_id': 'r1', 'authority': 'contract'}
     """
+    key = names if isinstance(names, tuple) else tuple(names)
+    plan = _EVENT_PLANS.get(key)
+    if plan is None:
+        plan = tuple((name, _BY_NAME[name].event, _BY_NAME[name].wire) for name in key)
+        _EVENT_PLANS[key] = plan
     out: dict[str, Any] = {}
-    for name in names:
-        f = _BY_NAME[name]
+    for name, event, wire in plan:
         value = getattr(reminder, name)
-        out[f.event] = value if value is None or f.wire is None else f.wire(value)
+        out[event] = value if value is None or wire is None else wire(value)
     return out
+
+
+# Per tuple of field names (the few the library passes): (attribute, event key, wire).
+_EVENT_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, Callable[[Any], Any] | None], ...]] = {}
 
 
 def check_unknown(

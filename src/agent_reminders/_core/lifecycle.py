@@ -252,35 +252,39 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
     log = check_log(event_log)
     clock = transcript.aging_passes
     entries = transcript.pending
-    kept: list[Pending] = []
-    expired: list[Reminder] = []
-    skipped = False  # a finite-TTL entry this pass does not age (created for a later turn)
+    # First pass: does anything expire or wait for a later turn? Usually not, and then every
+    # finite-TTL entry ages by the clock alone and the queue stays as it is.
     decremented = 0
+    settled = True
     for e in entries:
         deadline = e.deadline
-        if deadline is None:
-            kept.append(e)
-        elif e.fired_at_turn > turn:
-            kept.append(e)
-            skipped = True
-        elif deadline - clock <= 1:
-            expired.append(transcript.current(e))
-        else:
-            kept.append(e)  # ages by the clock alone
+        if deadline is not None:
+            if e.fired_at_turn > turn or deadline - clock <= 1:
+                settled = False
+                break
             decremented += 1
+    expired: list[Reminder] = []
+    if settled:
+        kept: Sequence[Pending] = entries
+    else:
+        rest: list[Pending] = []
+        decremented = 0
+        for e in entries:
+            deadline = e.deadline
+            if deadline is None:
+                rest.append(e)
+            elif e.fired_at_turn > turn:  # created for a later turn: keep its TTL
+                rest.append(e.deferred())
+            elif deadline - clock <= 1:
+                expired.append(transcript.current(e))
+            else:
+                rest.append(e)  # ages by the clock alone
+                decremented += 1
+        kept = rest
     if not expired and not decremented:
         result = transcript  # nothing ages: the clock stays
     else:
-        if skipped:  # keep the TTL of what this pass does not age
-            kept = [
-                e.deferred() if e.deadline is not None and e.fired_at_turn > turn else e
-                for e in kept
-            ]
-        result = transcript.with_pending(
-            entries if len(kept) == len(entries) and not skipped else kept,
-            aging_passes=clock + 1,
-            kept_only=True,
-        )
+        result = transcript.with_pending(kept, aging_passes=clock + 1, kept_only=True)
     if log is not None:
         for r in expired:
             _expired(log, result, r, "ttl", turn=turn, boundary="post_turn")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast, overload
 
 from .envelope import CommitIndex, Pending, message_text
@@ -64,10 +64,12 @@ class _Log:
         for message in messages:
             self.add(message)
 
-    def add(self, message: Message) -> None:
+    def add(self, message: Message, wire: Message | None = None) -> None:
+        """Store ``message``; ``wire`` is its form without ``directive_ids`` when the caller
+        has it already."""
         self.index.add(len(self.messages), message)
         self.messages.append(message)
-        self.wire.append(_without_directive_ids(message))
+        self.wire.append(_without_directive_ids(message) if wire is None else wire)
 
 
 def _without_directive_ids(message: Message) -> Message:
@@ -189,17 +191,19 @@ class Transcript:
         invalid: tuple[tuple[str, dict[str, Any]], ...],
         audit: tuple[dict[str, Any], ...] = (),
     ) -> None:
-        set_ = object.__setattr__
-        set_(self, "audit", audit)
-        set_(self, "id", id)
-        set_(self, "_log", log)
-        set_(self, "_len", length)
-        set_(self, "_pending", pending)
-        set_(self, "_clock", clock)
-        set_(self, "_reminders", None)
-        set_(self, "_uncommitted", uncommitted)
-        set_(self, "_invalid", invalid)
-        set_(self, "_messages", None)
+        # The slots' own setters: they bypass the refusing __setattr__ at less cost than
+        # object.__setattr__, and every transform makes a transcript.
+        put = _PUT
+        put["audit"](self, audit)
+        put["id"](self, id)
+        put["_log"](self, log)
+        put["_len"](self, length)
+        put["_pending"](self, pending)
+        put["_clock"](self, clock)
+        put["_reminders"](self, None)
+        put["_uncommitted"](self, uncommitted)
+        put["_invalid"](self, invalid)
+        put["_messages"](self, None)
 
     def _derive(
         self,
@@ -365,9 +369,10 @@ class Transcript:
         were made), so it is stored without validating it again.
         """
         owned = FrozenDict(role="user", content=text, directive_ids=FrozenList(directive_ids))
-        return self._append_owned(cast(Message, owned))
+        wire = FrozenDict(role="user", content=text)
+        return self._append_owned(cast(Message, owned), cast(Message, wire))
 
-    def _append_owned(self, owned: Message) -> Transcript:
+    def _append_owned(self, owned: Message, wire: Message | None = None) -> Transcript:
         # One more message can only commit the ids it lists.
         known = self._uncommitted
         if known:
@@ -375,10 +380,10 @@ class Transcript:
         log = self._log
         with log.lock:
             if len(log.messages) == self._len:
-                log.add(owned)
+                log.add(owned, wire)
                 return self._derive(length=self._len + 1, uncommitted=known)
         forked = _Log(log.messages[: self._len])
-        forked.add(owned)
+        forked.add(owned, wire)
         return self._derive(log=forked, length=self._len + 1, uncommitted=known)
 
     def with_messages(self, messages: Iterable[Message]) -> Transcript:
@@ -557,6 +562,11 @@ def read_document(text: str | bytes, format: str, what: str) -> dict[str, Any]:
             f"not a {what} document: format must be {format!r}; got {data.get('format')!r}"
         )
     return data
+
+
+_PUT: dict[str, Callable[[Transcript, Any], None]] = {
+    name: getattr(Transcript, name).__set__ for name in Transcript.__slots__
+}
 
 
 def check_transcript(value: object) -> Transcript:
