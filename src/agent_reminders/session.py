@@ -303,15 +303,28 @@ class Session:
         self._transcript = done.transcript
         return done
 
-    def compact(self, **kwargs: Any) -> Compacted:
+    def compact(self, *, archived_messages: int | None = None, **kwargs: Any) -> Compacted:
         """Compact the transcript (see ``agent_reminders.compact``), then fire ``post_compact``
-        with ``{archived_messages, summary, preserved_count, expired_count, deduped_count}``."""
+        with ``{archived_messages, summary, preserved_count, expired_count, deduped_count}``.
+
+        ``archived_messages`` is the count to report when the history that was compacted is
+        kept elsewhere (a framework's own, spec 05 §3); by default it is the number of this
+        transcript's messages the compaction archived.
+        """
+        if archived_messages is not None and (
+            type(archived_messages) is not int or archived_messages < 0
+        ):
+            raise ReminderError(
+                "RMD-001", f"archived_messages must be an int >= 0; got {archived_messages!r}"
+            )
         done = compact(self._transcript, event_log=self.event_log, **kwargs)
         self._transcript = done.transcript
         self.fire(
             "post_compact",
             {
-                "archived_messages": done.archived_messages,
+                "archived_messages": done.archived_messages
+                if archived_messages is None
+                else archived_messages,
                 "summary": done.summary,
                 "preserved_count": done.preserved_count,
                 "expired_count": done.expired_count,

@@ -29,6 +29,7 @@ PUBLIC_MODULES = [
     "agent_reminders.hooks",
     "agent_reminders.integrations",
     "agent_reminders.integrations.anthropic",
+    "agent_reminders.integrations.driver",
     "agent_reminders.integrations.gemini",
     "agent_reminders.integrations.openai",
     "agent_reminders.loop",

@@ -18,6 +18,7 @@ from .._core.request import (
     ToolCall,
     ToolReceipt,
     ToolResult,
+    Usage,
 )
 from ..hooks import Hooks
 from ..providers.base import command_of
@@ -32,6 +33,11 @@ __all__ = [
     "ToolReceipt",
     "ToolResult",
     "agent_loop",
+    "budget_payload",
+    "fire_event",
+    "fire_event_sync",
+    "neutralized",
+    "tool_event_payload",
 ]
 
 LoopStatus = Literal["completed", "max_iterations", "cancelled"]
@@ -67,6 +73,67 @@ class LoopResult:
             f"requests={len(self.requests)}, receipts={len(self.receipts)}, "
             f"session={self.session!r})"
         )
+
+
+async def fire_event(
+    session: Session, hooks: Hooks | None, name: str, payload: Mapping[str, Any]
+) -> None:
+    """Fire a provider event on ``session`` (through ``hooks`` when given).
+
+    When a provider of the event is ``blocking``, the evaluation — with hooks, the whole
+    synchronous dispatch — runs in a worker thread, so its I/O never stalls the event loop.
+    """
+    if hooks is None:
+        await session.afire(name, payload)
+    elif session.fires_blocking(name, payload):
+        import anyio.to_thread
+
+        dispatch = functools.partial(hooks.dispatch, name, payload, session=session)
+        await anyio.to_thread.run_sync(dispatch)
+    else:
+        hooks.dispatch(name, payload, session=session)
+
+
+def fire_event_sync(
+    session: Session, hooks: Hooks | None, name: str, payload: Mapping[str, Any]
+) -> None:
+    """:func:`fire_event` for synchronous callers (blocking providers run in this thread)."""
+    if hooks is None:
+        session.fire(name, payload)
+    else:
+        hooks.dispatch(name, payload, session=session)
+
+
+def tool_event_payload(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    """The ``post_tool_use`` payload (02 §3) of a finished call."""
+    return {
+        "tool_name": call.name,
+        "arguments": dict(call.arguments),
+        "command": command_of(call.arguments),
+        "result": result.to_dict(),
+    }
+
+
+def budget_payload(
+    usage: Usage | None, context_window: int | None, model: str | None
+) -> dict[str, Any]:
+    """The ``on_budget_threshold`` payload (02 §3): the usage of the model call that just
+    ended, the context window (``None``: the provider's config decides) and the model name."""
+    return {
+        "usage": None if usage is None else usage.to_dict(),
+        "context_window": context_window,
+        "model": model,
+    }
+
+
+def neutralized(result: ToolResult) -> ToolResult:
+    """``result`` with its content through ``neutralize_untrusted`` (tool output is untrusted)."""
+    return ToolResult(
+        content=neutralize_untrusted(result.content),
+        ok=result.ok,
+        truncated=result.truncated,
+        original_size=result.original_size,
+    )
 
 
 class _CancelledError(Exception):
@@ -126,21 +193,7 @@ class _Run:
         self.receipts: list[ToolReceipt] = []
 
     async def event(self, name: str, payload: Mapping[str, Any]) -> None:
-        """Fire a provider event (through the hooks when there are any).
-
-        When a provider of the event is ``blocking``, the evaluation — with hooks, the whole
-        synchronous dispatch — runs in a worker thread, so its I/O never stalls the event loop.
-        """
-        session = self.session
-        if self.hooks is None:
-            await session.afire(name, payload)
-        elif session.fires_blocking(name, payload):
-            import anyio.to_thread
-
-            dispatch = functools.partial(self.hooks.dispatch, name, payload, session=session)
-            await anyio.to_thread.run_sync(dispatch)
-        else:
-            self.hooks.dispatch(name, payload, session=session)
+        await fire_event(self.session, self.hooks, name, payload)
 
     def seam(self, name: str, iteration: int, *, pending_tools: bool = False) -> bool:
         if name != "loop_exit" and self.cancel is not None and self.cancel.is_set():
@@ -185,22 +238,9 @@ class _Run:
         if self.hooks is not None:
             result, more = self.hooks.run_post(call, result, session)
             receipts.extend(more)
-        result = ToolResult(
-            content=neutralize_untrusted(result.content),
-            ok=result.ok,
-            truncated=result.truncated,
-            original_size=result.original_size,
-        )
+        result = neutralized(result)
         self.tool_message(call, result.content)
-        await self.event(
-            "post_tool_use",
-            {
-                "tool_name": call.name,
-                "arguments": dict(call.arguments),
-                "command": command_of(call.arguments),
-                "result": result.to_dict(),
-            },
-        )
+        await self.event("post_tool_use", tool_event_payload(call, result))
         self.receipts.append(
             ToolReceipt(tool_call_id=call.id, tool_name=call.name, ok=result.ok, reminders=receipts)
         )
@@ -218,11 +258,11 @@ class _Run:
         session.append(message)
         await self.event(
             "on_budget_threshold",
-            {
-                "usage": None if response.usage is None else response.usage.to_dict(),
-                "context_window": self.context_window,
-                "model": getattr(self.model, "name", None) or type(self.model).__name__,
-            },
+            budget_payload(
+                response.usage,
+                self.context_window,
+                getattr(self.model, "name", None) or type(self.model).__name__,
+            ),
         )
         calls = _calls(message)
         try:

@@ -1,0 +1,257 @@
+"""What every framework integration does with its sessions (spec 05 §3), in one place.
+
+The LangChain, pydantic-ai and OpenAI Agents SDK integrations are built on it, and so can an
+integration for any other framework with a hook before and after each model call.
+
+A framework owns its history; an integration keeps one :class:`~agent_reminders.Session` per
+conversation beside it and calls a :class:`Driver` at the framework's seams:
+
+- :meth:`Driver.before_model` before each model call: ages the reminders of the previous call
+  (``post_turn``), fires ``session_start`` once, drains the queue (seam ``iteration_start``:
+  ``finish_step`` and ``interrupt_immediate`` items), commits the envelope, and returns the
+  messages the framework must add to its own history — drained user messages, then the
+  envelope — each a user message of its own, never merged into the framework's messages;
+- :meth:`Driver.after_model` after it: ``on_budget_threshold`` with that call's usage;
+- :meth:`Driver.after_tool` after each tool: the output through ``neutralize_untrusted``, then
+  ``post_tool_use`` with the payload of 02 §3;
+- :meth:`Driver.compacted` when the framework summarized its history: the reminder lifecycle
+  of a compaction and ``post_compact`` with the framework's count and summary;
+- :meth:`Driver.end_run` when a run ends: the last ``post_turn`` and seam ``loop_exit``
+  (``audit_only`` items into ``session.transcript.audit``).
+
+The session's transcript holds what the integration added (drained user messages and
+envelopes), which is all it needs to know what is committed; the framework's own messages
+stay the framework's. Each step has a synchronous and an asynchronous form (frameworks call
+either); they differ only in how provider events are fired (the async form runs blocking
+providers in a worker thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.errors import ConfigError
+from .._core.records import Message
+from .._core.request import ToolCall, ToolResult, Usage
+from ..hooks import Hooks
+from ..loop.run import (
+    budget_payload,
+    fire_event,
+    fire_event_sync,
+    neutralized,
+    tool_event_payload,
+)
+from ..session import Session
+
+__all__ = ["Driver", "extra_missing"]
+
+
+def extra_missing(extra: str, framework: str) -> ImportError:
+    """The ``ImportError`` an integration module raises when its framework is missing."""
+    return ImportError(
+        f"agent_reminders.integrations.{extra.replace('-', '_')} needs {framework}: "
+        f'pip install "agent-reminders[{extra}]"'
+    )
+
+
+@dataclass
+class _Run:
+    """Where one session stands between the framework's calls."""
+
+    sent: int = 0  # transcript messages already handed to the framework
+    unaged: int | None = None  # the turn of the last request, not yet aged
+
+
+class Driver:
+    """One session per conversation and the steps of 05 §3 at the framework's seams.
+
+    ``session`` is used for every conversation when given; otherwise each conversation id
+    gets its own ``Session(**session_options)`` on first use (``session_id`` defaults to the
+    conversation id). ``context_window`` goes into every ``on_budget_threshold`` payload
+    (``None``: ``reminders.config.token_pressure.context_window`` decides). ``hooks`` are run
+    for provider events and around tools as in ``agent_loop``.
+    """
+
+    def __init__(
+        self,
+        session: Session | None,
+        session_options: Mapping[str, Any],
+        *,
+        context_window: int | None = None,
+        hooks: Hooks | None = None,
+    ) -> None:
+        if session is not None and not isinstance(session, Session):
+            raise TypeError(f"session must be a Session, not {type(session).__name__}")
+        if session is not None and session_options:
+            raise ConfigError(
+                "give either session= or session options ("
+                + ", ".join(sorted(session_options))
+                + "), not both: the session already has its options"
+            )
+        if context_window is not None and (type(context_window) is not int or context_window <= 0):
+            raise ConfigError(f"context_window must be a positive int; got {context_window!r}")
+        if hooks is not None and not isinstance(hooks, Hooks):
+            raise TypeError(f"hooks must be a Hooks, not {type(hooks).__name__}")
+        self.context_window = context_window
+        self.hooks = hooks
+        self._options = dict(session_options)
+        self._given = session
+        # The default session: made now, so bad options fail at construction.
+        self._default = session if session is not None else Session(**self._options)
+        self._sessions: dict[str, Session] = {}
+        self._runs: dict[str, _Run] = {}
+
+    @property
+    def session(self) -> Session:
+        """The given session, or the one made from the options for the default conversation."""
+        return self._default
+
+    def session_for(self, conversation_id: str | None) -> Session:
+        """The session of a framework conversation (``None``: :attr:`session`)."""
+        if conversation_id is None or self._given is not None:
+            return self._default
+        if not isinstance(conversation_id, str) or not conversation_id:
+            raise TypeError(f"a conversation id must be a non-empty str; got {conversation_id!r}")
+        found = self._sessions.get(conversation_id)
+        if found is None:
+            options = {"session_id": conversation_id, **self._options}
+            found = self._sessions[conversation_id] = Session(**options)
+        return found
+
+    def _run(self, session: Session) -> _Run:
+        run = self._runs.get(session.id)
+        if run is None:
+            run = self._runs[session.id] = _Run(sent=len(session.transcript))
+        return run
+
+    # -- before the model call ----------------------------------------------------------------
+
+    def _age(self, session: Session) -> None:
+        run = self._run(session)
+        if run.unaged is not None:
+            session.post_turn(run.unaged)
+            run.unaged = None
+
+    def _start_payload(self, session: Session, task: str | None) -> dict[str, Any] | None:
+        if session.started:
+            return None
+        session.started = True
+        return {"task": task}
+
+    def _commit(self, session: Session) -> list[Message]:
+        session.run_seam("iteration_start")
+        run = self._run(session)
+        request = session.prepare_request()
+        run.unaged = request.turn
+        added = list(request.messages[run.sent :])
+        run.sent = len(request.messages)
+        return added
+
+    def before_model(self, session: Session, *, task: str | None = None) -> list[Message]:
+        """The messages to add to the framework's history before this model call (drained
+        user messages, then the envelope, when there is one); ``task`` is the run's first user
+        text, for ``session_start``."""
+        self._age(session)
+        start = self._start_payload(session, task)
+        if start is not None:
+            fire_event_sync(session, self.hooks, "session_start", start)
+        return self._commit(session)
+
+    async def abefore_model(self, session: Session, *, task: str | None = None) -> list[Message]:
+        """:meth:`before_model` for async frameworks."""
+        self._age(session)
+        start = self._start_payload(session, task)
+        if start is not None:
+            await fire_event(session, self.hooks, "session_start", start)
+        return self._commit(session)
+
+    # -- after the model call -----------------------------------------------------------------
+
+    def _budget(self, usage: Usage | Mapping[str, Any] | None, model: str | None) -> dict[str, Any]:
+        return budget_payload(_usage(usage), self.context_window, model)
+
+    def after_model(
+        self,
+        session: Session,
+        usage: Usage | Mapping[str, Any] | None,
+        *,
+        model: str | None = None,
+    ) -> None:
+        """``on_budget_threshold`` with the usage of the call that just ended (not a run's
+        running total): a :class:`~agent_reminders.Usage` or a mapping with
+        ``input_tokens`` / ``output_tokens`` (and optionally ``cached_input_tokens``)."""
+        fire_event_sync(session, self.hooks, "on_budget_threshold", self._budget(usage, model))
+
+    async def aafter_model(
+        self,
+        session: Session,
+        usage: Usage | Mapping[str, Any] | None,
+        *,
+        model: str | None = None,
+    ) -> None:
+        """:meth:`after_model` for async frameworks."""
+        await fire_event(session, self.hooks, "on_budget_threshold", self._budget(usage, model))
+
+    # -- tools --------------------------------------------------------------------------------
+
+    def before_tool(self, session: Session, call: ToolCall) -> tuple[ToolCall, str | None]:
+        """Run the ``pre`` tool hooks: the call (arguments possibly modified) and the reason
+        when a hook blocked it (``None``: run it)."""
+        if self.hooks is None:
+            return call, None
+        actions, _ = self.hooks.run_pre(call, session)
+        blocked: str | None = None
+        for action in actions:
+            if action["action"] in ("block", "deny"):
+                blocked = str(action.get("reason") or "blocked by a hook")
+            elif action["action"] == "modify":
+                call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
+        return call, blocked
+
+    def _finish_tool(self, session: Session, call: ToolCall, result: ToolResult) -> ToolResult:
+        if self.hooks is not None:
+            result, _ = self.hooks.run_post(call, result, session)
+        return neutralized(result)
+
+    def after_tool(self, session: Session, call: ToolCall, result: ToolResult) -> ToolResult:
+        """The tool's result as the model must see it (post hooks run, output neutralized),
+        after firing ``post_tool_use``."""
+        final = self._finish_tool(session, call, result)
+        fire_event_sync(session, self.hooks, "post_tool_use", tool_event_payload(call, final))
+        return final
+
+    async def aafter_tool(self, session: Session, call: ToolCall, result: ToolResult) -> ToolResult:
+        """:meth:`after_tool` for async frameworks."""
+        final = self._finish_tool(session, call, result)
+        await fire_event(session, self.hooks, "post_tool_use", tool_event_payload(call, final))
+        return final
+
+    # -- compaction and the end of a run ------------------------------------------------------
+
+    def compacted(self, session: Session, *, archived_messages: int, summary: str | None) -> None:
+        """The framework replaced ``archived_messages`` messages by ``summary``: expire what
+        does not survive a compaction, restate what does (its ids left the history) and fire
+        ``post_compact`` with the framework's figures."""
+        session.compact(keep_last=0, summary=summary, archived_messages=archived_messages)
+        # The session's recap message is its own record; the framework has its summary.
+        self._run(session).sent = len(session.transcript)
+
+    def end_run(self, session: Session) -> None:
+        """The run ended: age the last request's reminders and run seam ``loop_exit``."""
+        self._age(session)
+        session.run_seam("loop_exit")
+
+
+def _usage(value: Usage | Mapping[str, Any] | None) -> Usage | None:
+    if value is None or isinstance(value, Usage):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"usage must be a Usage, a mapping or None, not {type(value).__name__}")
+    cached = value.get("cached_input_tokens")
+    return Usage(
+        input_tokens=int(value.get("input_tokens") or 0),
+        output_tokens=int(value.get("output_tokens") or 0),
+        cached_input_tokens=None if cached is None else int(cached),
+    )
