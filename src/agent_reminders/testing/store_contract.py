@@ -539,9 +539,9 @@ class StoreContract:
                 await store.claim("s1", owner, 30)  # type: ignore[arg-type]
             with pytest.raises(TypeError):
                 await store.release("s1", owner)  # type: ignore[arg-type]
-        for ttl in ("30", None, True):
+        for wrong in ("30", None, True):
             with pytest.raises(TypeError):
-                await store.claim("s1", "w", ttl)  # type: ignore[arg-type]
+                await store.claim("s1", "w", wrong)  # type: ignore[arg-type]
         for ttl in (0, -1, float("inf"), float("nan")):
             with pytest.raises(ConfigError):
                 await store.claim("s1", "w", ttl)
