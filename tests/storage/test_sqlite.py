@@ -17,6 +17,7 @@ import pytest
 from agent_reminders import ConfigError, Session, StoreError
 from agent_reminders.facts import FactStore
 from agent_reminders.storage import SCHEMA_VERSION, SQLiteStore
+from agent_reminders.storage.sqlite import MIGRATIONS
 from agent_reminders.testing.store_contract import queue_items
 
 pytestmark = pytest.mark.anyio
@@ -127,6 +128,46 @@ def test_the_schema_is_versioned(tmp_path: Path) -> None:
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
+
+
+async def test_a_version_1_file_gains_the_lease_table(tmp_path: Path) -> None:
+    """Schema 1 -> 2 adds ``leases`` (spec 06 §3); what the file held is kept."""
+    path = tmp_path / "state.db"
+    async with SQLiteStore(path) as store:
+        await store.create_session(Session(session_id="s1").state())
+        await store.enqueue("s1", queue_items("kept")[0])
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE leases")  # what a file written by schema version 1 looks like
+    db.execute("UPDATE store_meta SET value = '1' WHERE key = 'version'")
+    db.commit()
+    db.close()
+    assert SCHEMA_VERSION == len(MIGRATIONS) == 2
+    async with SQLiteStore(path) as store:
+        assert [r["body"] for r in await store.pending("s1")] == ["kept"]
+        assert await store.claim("s1", "worker-a", 30) is None
+    db = sqlite3.connect(path)
+    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "2"
+    assert db.execute("SELECT session_id, owner FROM leases").fetchall() == [("s1", "worker-a")]
+    db.close()
+
+
+async def test_lease_expiry_follows_the_store_clock(tmp_path: Path) -> None:
+    now = [1000.0]
+    path = tmp_path / "state.db"
+    a = SQLiteStore(path, clock=lambda: now[0])
+    b = SQLiteStore(path, clock=lambda: now[0])
+    await a.create_session(Session(session_id="s1").state())
+    assert await a.claim("s1", "worker-a", 30) is None
+    now[0] += 29.9
+    assert await b.claim("s1", "worker-b", 30) == "worker-a"
+    assert await a.renew("s1", "worker-a", 30) is True  # now until 1059.9
+    now[0] += 29.9
+    assert await b.claim("s1", "worker-b", 30) == "worker-a"
+    now[0] += 0.1
+    assert await b.claim("s1", "worker-b", 30) is None  # a killed worker's claim ends
+    assert await a.release("s1", "worker-a") is False
+    await a.close()
+    await b.close()
 
 
 def test_durability_settings(tmp_path: Path) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._core.errors import QueueError, ReminderError
+from .._core.errors import ConfigError, QueueError, ReminderError
 from .._core.events import EventRecord
 from .._core.messages import validate_message
 from .._core.records import DeliveryMode, Message, Reminder
@@ -287,3 +288,26 @@ def merge_row(current: QueueRow | None, incoming: QueueRow) -> QueueRow | None:
     if current.status == "pending" and incoming.status != "pending":
         return QueueRow(id=current.id, status=incoming.status)
     return None
+
+
+def check_lease(owner: object, ttl_seconds: object) -> tuple[str, float]:
+    """The ``owner`` (a non-blank string naming the worker) and ``ttl_seconds`` (a finite
+    number > 0) of ``claim`` / ``renew``.
+
+    Raises:
+        TypeError: ``owner`` is not a non-blank string, or ``ttl_seconds`` not a number.
+        ConfigError: ``ttl_seconds`` is not > 0 (``lease_seconds`` in the bridge config).
+    """
+    check_owner(owner)
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float):
+        raise TypeError(f"ttl_seconds must be a number of seconds; got {ttl_seconds!r}")
+    if not math.isfinite(ttl_seconds) or ttl_seconds <= 0:
+        raise ConfigError(f"a lease lasts a finite number of seconds > 0; got {ttl_seconds!r}")
+    return str(owner), float(ttl_seconds)
+
+
+def check_owner(owner: object) -> str:
+    """A lease owner argument: a non-blank string (the worker's id)."""
+    if not isinstance(owner, str) or not owner.strip():
+        raise TypeError(f"a lease owner must be a non-blank string (a worker id); got {owner!r}")
+    return owner

@@ -1,8 +1,8 @@
 """Waking a task that waits at a seam when something is queued for its session.
 
 A store wakes waiters of its own thread at once; anything else — another thread, another
-process writing the same SQLite file — is seen by polling. (The Redis backend replaces the
-polling with pub/sub.)
+process writing the same SQLite file — is seen by polling. (``RedisStore`` is woken by pub/sub
+instead and uses only :func:`check_timeout` from here.)
 """
 
 from __future__ import annotations
@@ -11,6 +11,13 @@ import threading
 from collections.abc import Awaitable, Callable
 
 import anyio
+
+
+def check_timeout(timeout: object) -> float:
+    """A ``wait_for_items`` timeout: a number of seconds >= 0."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+        raise TypeError(f"timeout must be a number of seconds >= 0; got {timeout!r}")
+    return float(timeout)
 
 
 class Waiters:
@@ -39,9 +46,7 @@ class Waiters:
         poll: float,
     ) -> bool:
         """``True`` once ``check()`` is true, ``False`` after ``timeout`` seconds."""
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
-            raise TypeError(f"timeout must be a number of seconds >= 0; got {timeout!r}")
-        deadline = anyio.current_time() + timeout
+        deadline = anyio.current_time() + check_timeout(timeout)
         while True:
             event = anyio.Event()
             entry = (threading.get_ident(), event)

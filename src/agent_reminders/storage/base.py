@@ -118,6 +118,20 @@ class Store(Protocol):
     own per-session ``seq`` (1, 2, …) and returns them so numbered;
     ``read_events(session_id, *, after_seq=0, kind_prefix="")`` reads them back in order.
 
+    Leases (spec 06 §3): a session is prompted by one worker at a time.
+
+    - ``claim(session_id, owner, ttl_seconds)`` → ``None`` when ``owner`` now holds the
+      session for ``ttl_seconds``, else the id of the owner holding it (a second claim by the
+      holder itself is refused too: one lease, one prompt).
+    - ``renew(session_id, owner, ttl_seconds)`` → ``True`` when ``owner`` still held it and
+      it now lasts ``ttl_seconds`` from now; ``False`` when the lease was lost (it expired,
+      perhaps taken by another worker).
+    - ``release(session_id, owner)`` → ``True`` when ``owner``'s lease was released;
+      ``False`` when ``owner`` did not hold it — never releases another owner's lease.
+
+    A lease not renewed expires by itself: a killed worker's sessions can be prompted
+    elsewhere after ``ttl_seconds``.
+
     ``close()`` releases the store; any later call raises ``StoreError``. Stores are async
     context managers (``async with``) that close on exit.
     """
@@ -176,6 +190,18 @@ class Store(Protocol):
         modes: Iterable[DeliveryMode | str] | None = None,
     ) -> bool:
         """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds."""
+        ...
+
+    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
+        """Claim the session for ``owner``: ``None`` when claimed, else the current owner."""
+        ...
+
+    async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
+        """Extend ``owner``'s lease to ``ttl_seconds`` from now; ``False`` when lost."""
+        ...
+
+    async def release(self, session_id: str, owner: str) -> bool:
+        """Release ``owner``'s lease; ``False`` when ``owner`` did not hold it."""
         ...
 
     async def append_events(

@@ -54,6 +54,8 @@ class MemoryData:
         self.sessions: dict[str, _Session] = {}
         self.activity = 0
         self.waiters = Waiters()
+        # session id -> (owner, expires at, in the clock of the store that claimed it)
+        self.leases: dict[str, tuple[str, float]] = {}
 
 
 class MemoryStore:
@@ -289,6 +291,48 @@ class MemoryStore:
                 )
 
         return await data.waiters.wait(session_id, timeout, check, poll=self.poll_interval)
+
+    # -- leases -----------------------------------------------------------------------------
+
+    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
+        """Claim the session for ``owner`` for ``ttl_seconds``: ``None`` when claimed, else
+        the owner holding it (see ``Store``)."""
+        who, ttl = codec.check_lease(owner, ttl_seconds)
+        data = self._open()
+        with data.lock:
+            self._session(session_id)
+            now = self.clock()
+            held = data.leases.get(session_id)
+            if held is not None and held[1] > now:
+                return held[0]
+            data.leases[session_id] = (who, now + ttl)
+            return None
+
+    async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
+        """Extend ``owner``'s live lease to ``ttl_seconds`` from now; ``False`` when it is not
+        the holder (any more)."""
+        who, ttl = codec.check_lease(owner, ttl_seconds)
+        data = self._open()
+        with data.lock:
+            self._session(session_id)
+            now = self.clock()
+            held = data.leases.get(session_id)
+            if held is None or held[0] != who or held[1] <= now:
+                return False
+            data.leases[session_id] = (who, now + ttl)
+            return True
+
+    async def release(self, session_id: str, owner: str) -> bool:
+        """Release ``owner``'s live lease; ``False`` when it is not the holder (any more)."""
+        who = codec.check_owner(owner)
+        data = self._open()
+        with data.lock:
+            self._session(session_id)
+            held = data.leases.get(session_id)
+            if held is None or held[0] != who or held[1] <= self.clock():
+                return False
+            del data.leases[session_id]
+            return True
 
     # -- the event log ----------------------------------------------------------------------
 

@@ -85,6 +85,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (session_id, seq)
         ) WITHOUT ROWID""",
     ),
+    (
+        # 1 -> 2: leases (spec 06 §3), one live claim per session
+        """CREATE TABLE leases (
+            session_id TEXT PRIMARY KEY REFERENCES sessions (session_id),
+            owner TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -643,6 +651,63 @@ class SQLiteStore:
             return await self._call(look)
 
         return await self._waiters.wait(sid, timeout, check, poll=self.poll_interval)
+
+    # -- leases -----------------------------------------------------------------------------
+
+    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
+        """Claim the session for ``owner`` for ``ttl_seconds``: ``None`` when claimed, else
+        the owner holding it (see ``Store``). Expiry is read on this store's ``clock``."""
+        sid = codec.check_session_id(session_id)
+        who, ttl = codec.check_lease(owner, ttl_seconds)
+
+        def run(db: sqlite3.Connection) -> str | None:
+            with _transaction(db):
+                self._exists(db, sid)
+                now = self.clock()
+                held = db.execute(
+                    "SELECT owner FROM leases WHERE session_id = ? AND expires_at > ?", (sid, now)
+                ).fetchone()
+                if held is not None:
+                    return str(held[0])
+                db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (sid, who, now + ttl))
+                return None
+
+        return await self._call(run)
+
+    async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
+        """Extend ``owner``'s live lease to ``ttl_seconds`` from now; ``False`` when it is not
+        the holder (any more)."""
+        sid = codec.check_session_id(session_id)
+        who, ttl = codec.check_lease(owner, ttl_seconds)
+
+        def run(db: sqlite3.Connection) -> bool:
+            with _transaction(db):
+                self._exists(db, sid)
+                now = self.clock()
+                done = db.execute(
+                    "UPDATE leases SET expires_at = ? "
+                    "WHERE session_id = ? AND owner = ? AND expires_at > ?",
+                    (now + ttl, sid, who, now),
+                )
+                return done.rowcount > 0
+
+        return await self._call(run)
+
+    async def release(self, session_id: str, owner: str) -> bool:
+        """Release ``owner``'s live lease; ``False`` when it is not the holder (any more)."""
+        sid = codec.check_session_id(session_id)
+        who = codec.check_owner(owner)
+
+        def run(db: sqlite3.Connection) -> bool:
+            with _transaction(db):
+                self._exists(db, sid)
+                done = db.execute(
+                    "DELETE FROM leases WHERE session_id = ? AND owner = ? AND expires_at > ?",
+                    (sid, who, self.clock()),
+                )
+                return done.rowcount > 0
+
+        return await self._call(run)
 
     # -- the event log ----------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from .._core.errors import QueueError, ReminderError, StoreError
+from .._core.errors import ConfigError, QueueError, ReminderError, StoreError
 from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import InjectionQueue, QueueItem
@@ -172,6 +172,9 @@ class StoreContract:
             lambda: store.append_messages("nope", [_user("hi")]),
             lambda: store.save_reminders("nope", []),
             lambda: store.wait_for_items("nope", 0),
+            lambda: store.claim("nope", "w1", 30),
+            lambda: store.renew("nope", "w1", 30),
+            lambda: store.release("nope", "w1"),
         ]
         for call in calls:
             with pytest.raises(UnknownSessionError) as caught:
@@ -505,6 +508,74 @@ class StoreContract:
         assert await store.wait_for_items("s1", 0.01, modes=NOW) is False
         assert await store.wait_for_items("s1", 0, modes=["queue"]) is True
         await store.close()
+
+    # -- leases -----------------------------------------------------------------------------
+
+    async def test_a_lease_has_one_owner(self, store_factory: StoreFactory) -> None:
+        store = await self.fresh(store_factory)
+        await store.create_session(Session(session_id="s2").state())
+        other = await self.open(store_factory)  # another worker
+        assert await store.claim("s1", "worker-a", 30) is None
+        assert await other.claim("s1", "worker-b", 30) == "worker-a"
+        assert await store.claim("s1", "worker-a", 30) == "worker-a"  # one lease, one prompt
+        assert await other.claim("s2", "worker-b", 30) is None  # leases are per session
+        assert await other.renew("s1", "worker-b", 30) is False
+        assert await store.renew("s1", "worker-a", 30) is True
+        assert await other.release("s1", "worker-b") is False  # never another owner's lease
+        assert await other.claim("s1", "worker-b", 30) == "worker-a"
+        assert await store.release("s1", "worker-a") is True
+        assert await store.release("s1", "worker-a") is False
+        assert await store.renew("s1", "worker-a", 30) is False
+        assert await other.claim("s1", "worker-b", 30) is None
+        store = await self.reopen(store, store_factory)  # the lease lives in the store
+        assert await store.claim("s1", "worker-a", 30) == "worker-b"
+        await store.close()
+        await other.close()
+
+    async def test_lease_arguments_are_checked(self, store_factory: StoreFactory) -> None:
+        store = await self.fresh(store_factory)
+        for owner in ("", "  ", None, 7):
+            with pytest.raises(TypeError):
+                await store.claim("s1", owner, 30)  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                await store.release("s1", owner)  # type: ignore[arg-type]
+        for wrong in ("30", None, True):
+            with pytest.raises(TypeError):
+                await store.claim("s1", "w", wrong)  # type: ignore[arg-type]
+        for ttl in (0, -1, float("inf"), float("nan")):
+            with pytest.raises(ConfigError):
+                await store.claim("s1", "w", ttl)
+            with pytest.raises(ConfigError):
+                await store.renew("s1", "w", ttl)
+        assert await store.claim("s1", "w", 30) is None  # nothing was claimed before
+        await store.close()
+
+    async def test_a_lease_not_renewed_expires(self, store_factory: StoreFactory) -> None:
+        """A killed worker's lease ends by itself; a renewed one outlives its first term.
+        Time is read from the store (a second short lease on another session is the
+        clock), never from a fixed sleep."""
+        store = await self.fresh(store_factory)
+        for sid in ("kept", "timer"):
+            await store.create_session(Session(session_id=sid).state())
+        other = await self.open(store_factory)
+        assert await store.claim("s1", "dead-worker", 0.3) is None
+        assert await store.claim("kept", "live-worker", 0.3) is None
+        assert await store.renew("kept", "live-worker", 60) is True
+        assert await store.claim("timer", "timer", 0.3) is None
+        answers: list[str | None] = []
+        with anyio.fail_after(20):
+            while not answers or answers[-1] is not None:
+                answers.append(await other.claim("s1", "worker-b", 60))
+                await anyio.sleep(0.02)
+            while await other.claim("timer", "probe", 60) is not None:
+                await anyio.sleep(0.02)
+        assert set(answers[:-1]) <= {"dead-worker"}
+        assert await other.claim("kept", "worker-b", 60) == "live-worker"
+        assert await store.renew("s1", "dead-worker", 60) is False  # it lost the lease
+        assert await store.release("s1", "dead-worker") is False
+        assert await store.claim("s1", "dead-worker", 60) == "worker-b"
+        await store.close()
+        await other.close()
 
     # -- the event log ----------------------------------------------------------------------
 
