@@ -19,6 +19,7 @@ from .._core.errors import explain as _explain
 from .._version import __version__
 from .common import handle_errors, state
 from .facts import facts_app
+from .hook import hook_app
 from .serve import serve
 
 __all__ = ["app", "main"]
@@ -83,6 +84,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(facts_app, name="facts")
+app.add_typer(hook_app, name="hook")
 app.command(name="serve")(serve)
 
 
