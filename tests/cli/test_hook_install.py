@@ -34,9 +34,7 @@ def cli(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[st
 
 def ours(settings: dict[str, Any]) -> dict[str, int]:
     return {
-        event: sum(
-            "hook claude-code" in h["command"] for m in matchers for h in m.get("hooks", [])
-        )
+        event: sum("hook claude-code" in h["command"] for m in matchers for h in m.get("hooks", []))
         for event, matchers in settings.get("hooks", {}).items()
     }
 

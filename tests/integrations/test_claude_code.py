@@ -121,9 +121,7 @@ def bash(command: str, stdout: str, *, tool_use_id: str = "toolu_1") -> dict[str
 
 def test_session_start_brings_the_facts_and_the_workspace(project: Project) -> None:
     facts = FactStore(project.dir / ".agent-reminders" / "facts.db")
-    facts.store_fact(
-        {"kind": "decision", "claim": "We use uv for packaging.", "confidence": 0.9}
-    )
+    facts.store_fact({"kind": "decision", "claim": "We use uv for packaging.", "confidence": 0.9})
     facts.close()
     text = project.context({"hook_event_name": "SessionStart", "source": "startup"})
     assert text is not None

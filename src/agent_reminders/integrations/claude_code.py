@@ -35,6 +35,7 @@ tool call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -240,10 +241,9 @@ async def run_hook(
             await _claim(store, session_id, owner)
         except UnknownSessionError:  # the session's first hook run
             fresh = Session(session_id, envelope_style=checked_style, **config)
-            try:
+            # another hook run of this session may have made it first
+            with contextlib.suppress(SessionExistsError):
                 await store.create_session(fresh.state())
-            except SessionExistsError:
-                pass  # another hook run of this session made it first
             await _claim(store, session_id, owner)
         try:
             state = await store.load_session(session_id)
