@@ -180,6 +180,11 @@ async def test_error_replies_are_rpc_errors_with_the_rmd_code(server: Server) ->
             await client.request("session/frobnicate", {})
         assert info.value.code == -32601
         assert await client.pending(sid) == []  # nothing refused was queued
+        await client.new_session()
+        with pytest.raises(RpcError) as info:
+            await client.pending()  # two sessions: which one?
+        assert info.value.data is not None
+        assert info.value.data["reason"] == "session_id_required"
 
 
 async def test_concurrent_requests_are_matched_by_id(server: Server) -> None:
