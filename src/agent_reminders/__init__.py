@@ -20,6 +20,7 @@ from ._core.envelope import (
 )
 from ._core.errors import (
     AgentRemindersError,
+    BridgeConnectionError,
     ConfigError,
     Diagnostic,
     FactError,
@@ -72,6 +73,7 @@ from .session import SeamResult, Session, SessionState
 __all__ = [
     "AgentRemindersError",
     "Authority",
+    "BridgeConnectionError",
     "Cleared",
     "Committed",
     "Compacted",

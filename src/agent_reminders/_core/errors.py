@@ -8,6 +8,7 @@ from typing import Any, Literal
 __all__ = [
     "CODES",
     "AgentRemindersError",
+    "BridgeConnectionError",
     "ConfigError",
     "Diagnostic",
     "FactError",
@@ -155,6 +156,16 @@ CODES: dict[str, tuple[str, str]] = {
         "library, or the server cannot be reached. The message names the file or the URL. The "
         "store is never changed or reset by this error; point the command at the right file or "
         "move the foreign one away.",
+    ),
+    "RMD-110": (
+        "bridge connection failed",
+        "A BridgeClient (or the remind, pending and revoke commands with --url) could not "
+        "talk to an agent-reminders bridge: the server cannot be reached, refused the "
+        "WebSocket upgrade (HTTP 401: no or a wrong bearer token, set AGENT_REMINDERS_TOKEN; "
+        "HTTP 403: an Origin outside allowed_origins), or the connection or the server process "
+        "ended before the reply came. The message names the server and what happened. A "
+        "request that got no reply may or may not have been applied: list the queue "
+        "(session/pending_injections) before sending it again.",
     ),
 }
 
@@ -307,6 +318,23 @@ class StoreError(AgentRemindersError, RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__("RMD-109", message)
+
+
+class BridgeConnectionError(AgentRemindersError, ConnectionError):
+    """A bridge client lost or could not make its connection (``RMD-110``): the server is
+    unreachable, refused the upgrade, or closed before a reply. Every request still waiting
+    fails with it; none is left hanging.
+
+    Attributes:
+        status: The HTTP status of a refused WebSocket upgrade (401: no or a wrong token;
+            403: an Origin not allowed), else ``None``.
+    """
+
+    status: int | None
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__("RMD-110", message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,26 @@
 """The JSON-RPC bridge: an ACP-style agent server with reminder methods (spec 04).
 
 Needs the ``bridge`` extra for WebSocket (``pip install "agent-reminders[bridge]"``); stdio
-needs nothing beyond the core dependencies.
+needs nothing beyond the core dependencies. :class:`BridgeClient` is the client side (04 §6).
 """
 
 from __future__ import annotations
 
+from .._core.errors import BridgeConnectionError
 from .acp import Bridge, Connection
+from .client import BridgeClient, Notification
 from .config import BridgeSettings, load_settings
 from .dispatcher import Dispatcher
 from .errors import RpcError, SessionBusyError, error_object
 
 __all__ = [
     "Bridge",
+    "BridgeClient",
+    "BridgeConnectionError",
     "BridgeSettings",
     "Connection",
     "Dispatcher",
+    "Notification",
     "RpcError",
     "SessionBusyError",
     "error_object",

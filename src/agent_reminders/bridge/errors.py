@@ -47,13 +47,25 @@ QUEUE_FULL_RETRY_MS = 1000
 class RpcError(Exception):
     """A protocol-level refusal that already is a JSON-RPC error: ``code``, ``message``,
     ``data``. Raised by the dispatcher and handlers for what has no library error (a frame
-    that is not JSON, an unknown method, a scope refusal)."""
+    that is not JSON, an unknown method, a scope refusal), and by ``BridgeClient`` for every
+    error reply the server sends (an RMD code is then ``data["code"]``).
+
+    Example:
+        >>> str(RpcError(-32602, "Invalid params", {"code": "RMD-002", "message": "body is blank"}))
+        '-32602: Invalid params (RMD-002: body is blank)'
+    """
 
     def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
         self.code = code
         self.message = message
         self.data = data
-        super().__init__(f"{code}: {message}")
+        # a library error travels as "Invalid params" with the real text in data: say both
+        said = data.get("message") if data else None
+        told = data.get("code") if data else None
+        detail = ""
+        if isinstance(said, str) and said != message:
+            detail = f" ({told}: {said})" if isinstance(told, str) else f" ({said})"
+        super().__init__(f"{code}: {message}{detail}")
 
 
 class SessionBusyError(RpcError):

@@ -46,7 +46,8 @@ async def resolve_session_id(
         if len(sessions) != 1:
             raise invalid_params(
                 f"sessionId is required: {len(sessions)} sessions exist (it may only be left "
-                "out when exactly one does)"
+                "out when exactly one does)",
+                reason="session_id_required",
             )
         return sessions[0].session_id
     if not isinstance(sid, str) or not sid.strip():

@@ -20,6 +20,7 @@ from .._version import __version__
 from .common import handle_errors, state
 from .facts import facts_app
 from .hook import hook_app
+from .remind import pending, remind, revoke
 from .serve import serve
 
 __all__ = ["app", "main"]
@@ -86,6 +87,9 @@ app = typer.Typer(
 app.add_typer(facts_app, name="facts")
 app.add_typer(hook_app, name="hook")
 app.command(name="serve")(serve)
+app.command(name="remind")(remind)
+app.command(name="pending")(pending)
+app.command(name="revoke")(revoke)
 
 
 def _print_version(value: bool) -> None:

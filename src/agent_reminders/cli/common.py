@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -12,7 +13,7 @@ import typer
 
 from .._core.errors import AgentRemindersError
 
-__all__ = ["emit_json", "fail", "handle_errors", "is_terminal", "state"]
+__all__ = ["emit_json", "fail", "handle_errors", "is_terminal", "safe_text", "state"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,3 +61,14 @@ def is_terminal() -> bool:
 def emit_json(data: Any) -> None:
     """Print JSON for machines (UTF-8, stable key order)."""
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+# C0 and C1 control characters and DEL. Stored text is data: on a terminal, an escape sequence
+# in a claim or a reminder body could retitle the window, move the cursor or hide earlier output.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str) -> str:
+    """Text for one line of a terminal or a table cell: line breaks and tabs become spaces,
+    other control characters go."""
+    return _CONTROL.sub("", " ".join(text.split()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +12,7 @@ from rich.text import Text
 
 from ..facts import DEFAULT_NAMESPACE, Fact, FactStore
 from ..providers.project_facts import DEFAULT_PATH
-from .common import emit_json, fail, handle_errors, is_terminal
+from .common import emit_json, fail, handle_errors, is_terminal, safe_text
 
 __all__ = ["facts_app"]
 
@@ -37,16 +36,6 @@ def _open_existing(db: Path) -> FactStore:
     if not db.is_file():
         raise fail(f"no fact store at {db} (add a fact first: agent-reminders facts add ...)")
     return FactStore(db, create=False)
-
-
-# C0 and C1 control characters and DEL. Stored text is data: on a terminal, an escape sequence
-# in a claim could retitle the window, move the cursor or hide earlier output.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def _safe(text: str) -> str:
-    """Text for a terminal: line breaks and tabs become spaces, other control characters go."""
-    return _CONTROL.sub("", " ".join(text.split()))
 
 
 def _evidence(items: list[str]) -> list[dict[str, str]]:
@@ -86,7 +75,7 @@ def _show(facts: list[Fact], *, as_json: bool, scores: bool) -> None:
         row = [f.id, f.kind, f"{f.confidence:.2f}", f.claim, evidence]
         row += [f"{f.score:.3f}"] if scores else []
         # Text cells: stored "[bold]" or "[link=…]" is shown as typed, never as rich markup.
-        table.add_row(*(Text(_safe(cell)) for cell in row))
+        table.add_row(*(Text(safe_text(cell)) for cell in row))
     Console().print(table)
 
 

@@ -134,7 +134,7 @@ class SQLiteStore:
 
     The file is opened, recognised and migrated when the object is made (use
     ``await open_store("sqlite:PATH")`` to do that off the event loop); a missing file and
-    its folders are created.
+    its folders are created (unless ``create=False``).
 
     Args:
         path: The database file (``.agent-reminders/state.db`` for ``serve``).
@@ -145,6 +145,9 @@ class SQLiteStore:
         clock: Seconds since the epoch, for ``created_at``/``updated_at``.
         poll_interval: How often ``wait_for_items`` looks for items queued by another
             store object or process.
+        create: Whether a missing file (and its folders) is created; ``False`` refuses it
+            with ``StoreError`` and creates nothing (for tools that only read or add to an
+            existing store, like ``agent-reminders remind --store``).
 
     Raises:
         StoreError: ``RMD-109`` naming the file: a directory, unreadable, not a SQLite
@@ -172,8 +175,10 @@ class SQLiteStore:
         busy_timeout_ms: int = 10_000,
         clock: Callable[[], float] = time.time,
         poll_interval: float = 0.05,
+        create: bool = True,
     ) -> None:
         self.path: str = _check_path(path)
+        self.create = create
         self.synchronous: Synchronous = _check_synchronous(synchronous)
         if type(busy_timeout_ms) is not int or busy_timeout_ms < 0:
             raise ConfigError(f"busy_timeout_ms must be an int >= 0; got {busy_timeout_ms!r}")
@@ -215,6 +220,10 @@ class SQLiteStore:
                     f"{self.path} is not a SQLite database, so not an agent-reminders session "
                     "store; point at another file or move this one away"
                 )
+        elif not self.create:
+            raise StoreError(
+                f"no session store at {self.path}: the file does not exist (nothing was created)"
+            )
         else:
             try:
                 file.parent.mkdir(parents=True, exist_ok=True)

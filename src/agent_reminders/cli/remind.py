@@ -1,0 +1,288 @@
+"""``agent-reminders remind``, ``pending`` and ``revoke``: host reminders from the command line
+(spec 07, 04 §3).
+
+Two ways to reach a session, one code path: ``--url ws://…`` talks to a running bridge through
+``BridgeClient.connect_ws`` (token from ``AGENT_REMINDERS_TOKEN``); ``--store URL`` (or the
+default store) opens the store and runs the bridge's own methods on it in this process
+(``BridgeClient.in_process`` with the ``contract`` grant of a local, trusted caller). Either way
+the request is the bridge's ``session/remind`` / ``session/pending_injections`` /
+``session/revoke_reminder``, so validation, its order and its RMD codes are the bridge's — there
+is no second copy here. A refused request prints one line and changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from .common import emit_json, fail, handle_errors, is_terminal, safe_text, state
+from .serve import DEFAULT_STORE
+
+if TYPE_CHECKING:
+    from ..bridge import BridgeClient, RpcError
+
+__all__ = ["LATEST", "TOKEN_ENV", "pending", "remind", "revoke"]
+
+TOKEN_ENV = "AGENT_REMINDERS_TOKEN"
+LATEST = "latest"
+T = TypeVar("T")
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option("--url", help=f"A running bridge, ws://HOST:PORT/ (token from ${TOKEN_ENV})."),
+]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help=f"Straight into a store: sqlite:PATH or a path (default {DEFAULT_STORE}).",
+    ),
+]
+SessionOption = Annotated[
+    str,
+    typer.Option(
+        "--session",
+        "-s",
+        help="A session id, or 'latest': the store's most recently active session (through "
+        "--url: the bridge's only session).",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where a command goes: a bridge (``url``) or a store, and the ``--session`` asked for."""
+
+    url: str | None
+    store: str
+    session: str
+
+    @property
+    def where(self) -> str:
+        return f"on the bridge at {self.url}" if self.url else f"in store {self.store}"
+
+
+def _target(url: str | None, store: str | None, session: str) -> _Target:
+    if url is not None and store is not None:
+        raise fail("give --url (a running bridge) or --store (a store file), not both", 2)
+    if not session.strip():
+        raise fail("--session must be a session id or 'latest'", 2)
+    return _Target(url=url, store=store or DEFAULT_STORE, session=session)
+
+
+def _session_line(target: _Target, exc: RpcError) -> str | None:
+    """The one line for a session that cannot be found or chosen, else ``None``."""
+    from ..bridge.errors import SESSION_NOT_FOUND
+
+    if exc.code == SESSION_NOT_FOUND:
+        return f"no session {target.session!r} {target.where} (-32004 Session not found)"
+    if (exc.data or {}).get("reason") == "session_id_required":
+        said = (exc.data or {}).get("message", exc.message)
+        return (
+            "--session latest through --url needs the bridge to hold exactly one session "
+            f"(the bridge says: {said}); give --session ID"
+        )
+    return None
+
+
+def _error_line(exc: RpcError) -> str:
+    data = exc.data or {}
+    code, said = data.get("code"), data.get("message")
+    if isinstance(code, str) and isinstance(said, str):
+        return f"{code}: {said}"
+    return f"{exc.message} (JSON-RPC {exc.code})"
+
+
+def _run(target: _Target, call: Callable[[BridgeClient, str | None], Awaitable[T]]) -> T:
+    """Run ``call(client, session_id)`` against the target; one line and exit 1 on refusal."""
+    import anyio
+
+    from .._core.errors import BridgeConnectionError
+    from ..bridge import RpcError
+
+    try:
+        return anyio.run(_call, target, call)
+    except RpcError as exc:
+        if state.debug:
+            raise
+        raise fail(_session_line(target, exc) or _error_line(exc)) from None
+    except BridgeConnectionError as exc:
+        if state.debug:
+            raise
+        unset = exc.status == 401 and not os.environ.get(TOKEN_ENV)
+        hint = f" (the token comes from ${TOKEN_ENV}, which is not set)" if unset else ""
+        raise fail(f"{exc}{hint}") from None
+
+
+async def _call(target: _Target, call: Callable[[BridgeClient, str | None], Awaitable[T]]) -> T:
+    from ..bridge import Bridge, BridgeClient
+    from ..storage import open_store
+
+    if target.url is not None:
+        token = os.environ.get(TOKEN_ENV) or None
+        async with BridgeClient.connect_ws(target.url, token) as client:
+            # the bridge has no "latest session" method: leaving sessionId out asks for its
+            # only session (04 §3)
+            return await call(client, None if target.session == LATEST else target.session)
+    # a store this command does not find is not created: nothing to remind there
+    options: dict[str, Any] = (
+        {} if target.store.startswith(("memory:", "redis")) else {"create": False}
+    )
+    async with await open_store(target.store, **options) as store:
+        session_id = target.session
+        if session_id == LATEST:
+            latest = await store.latest_session()
+            if latest is None:
+                raise fail(
+                    f"no session {target.where} yet: --session latest needs one (start one "
+                    "with agent-reminders serve, or give --session ID)"
+                )
+            session_id = latest
+        async with BridgeClient.in_process(Bridge(store)) as client:
+            return await call(client, session_id)
+
+
+def _number(text: str | None) -> int | str | None:
+    """An integer when the text is one; else the text itself, for the bridge's own check to
+    refuse with its RMD code."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+@handle_errors
+def remind(
+    body: Annotated[str, typer.Argument(help="The reminder's text.")],
+    session: SessionOption = LATEST,
+    ttl_turns: Annotated[
+        str | None,
+        typer.Option("--ttl-turns", metavar="N", help="Expire after N turns (an integer > 0)."),
+    ] = None,
+    dedupe_key: Annotated[
+        str | None, typer.Option("--dedupe-key", help="A newer reminder with it replaces this.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Repeatable.")] = None,
+    authority: Annotated[
+        str | None,
+        typer.Option("--authority", help="contract, corrective or advisory (default: the grant)."),
+    ] = None,
+    preserve_on_compact: Annotated[
+        bool | None,
+        typer.Option("--preserve-on-compact/--no-preserve-on-compact", help="Survive compaction."),
+    ] = None,
+    propagate: Annotated[
+        str | None, typer.Option("--propagate", help="all, session or none (sub-agents).")
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="interrupt_immediate, finish_step (default) or audit_only, or an alias.",
+        ),
+    ] = None,
+    url: UrlOption = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Queue a reminder for a session and print its id (validated as session/remind is)."""
+    target = _target(url, store, session)
+    given = {
+        "ttl_turns": _number(ttl_turns),
+        "dedupe_key": dedupe_key,
+        "tags": tag,
+        "authority": authority,
+        "preserve_on_compact": preserve_on_compact,
+        "propagate": propagate,
+    }
+    fields = {key: value for key, value in given.items() if value is not None}
+
+    async def call(client: BridgeClient, session_id: str | None) -> str:
+        return await client.remind(body, session_id=session_id, mode=mode, **fields)
+
+    reminder_id = _run(target, call)
+    if as_json:
+        emit_json({"reminderId": reminder_id})
+    else:
+        typer.echo(reminder_id)
+
+
+@handle_errors
+def pending(
+    session: SessionOption = LATEST,
+    url: UrlOption = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a session's queued reminders and messages, first to be delivered first."""
+    target = _target(url, store, session)
+
+    async def call(client: BridgeClient, session_id: str | None) -> list[dict[str, Any]]:
+        return await client.pending(session_id)
+
+    rows = _run(target, call)
+    if as_json:
+        emit_json({"pendingCount": len(rows), "injections": rows})
+        return
+    terminal = is_terminal()
+    if not rows:
+        # a note for a person, not data: piped output stays empty
+        typer.echo("nothing pending", err=not terminal)
+        return
+    cells = [
+        [safe_text(c) for c in (row["id"], row["kind"], row["mode"], _text(row))]
+        + [safe_text(" ".join(row.get("tags", ())))]
+        for row in rows
+    ]
+    if not terminal:
+        for cell in cells:
+            typer.echo("\t".join(cell))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    for column in ("id", "kind", "mode", "text", "tags"):
+        table.add_column(column, overflow="fold")
+    for cell in cells:
+        # Text cells: a stored "[bold]" is shown as typed, never as rich markup
+        table.add_row(*(Text(c) for c in cell))
+    Console().print(table)
+
+
+def _text(row: dict[str, Any]) -> str:
+    if row["kind"] == "reminder":
+        return str(row["body"])
+    content = row["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(str(b.get("text", f"[{b.get('type')}]")) for b in content)
+
+
+@handle_errors
+def revoke(
+    reminder_id: Annotated[str, typer.Argument(help="The id printed by `remind`.")],
+    session: SessionOption = LATEST,
+    url: UrlOption = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke a queued reminder: prints revoked (or already_revoked)."""
+    target = _target(url, store, session)
+
+    async def call(client: BridgeClient, session_id: str | None) -> str:
+        return await client.revoke(reminder_id, session_id=session_id)
+
+    status = _run(target, call)
+    if as_json:
+        emit_json({"reminderId": reminder_id, "status": status})
+    else:
+        typer.echo(status)
