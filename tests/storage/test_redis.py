@@ -5,14 +5,26 @@ keys, pub/sub wake-ups, the event stream, atomic turns and leases as Redis keys.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import pytest
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
-from agent_reminders import EventRecord, QueueError, QueueItem, ReminderError, Session
+from agent_reminders import (
+    ConfigError,
+    EventRecord,
+    QueueError,
+    QueueItem,
+    Reminder,
+    ReminderError,
+    Session,
+    StoreError,
+)
 from agent_reminders.storage import RedisStore
 from agent_reminders.testing.builders import assistant, user
 from agent_reminders.testing.store_contract import conversation, queue_items
@@ -313,3 +325,108 @@ async def test_a_lease_is_a_key_that_expires_in_redis(
     assert await b.claim("s1", "worker-b", 30) == "worker-a"
     assert await a.release("s1", "worker-a") is True
     assert await raw.exists(key) == 0
+
+
+async def test_writers_racing_on_one_session_keep_every_write(
+    workers: tuple[RedisStore, RedisStore],
+) -> None:
+    """Appends and reminder saves read, then write: a write that lost the race reads again
+    (the script checks that what it read is unchanged), so none is lost or half applied."""
+    a, b = workers
+    await a.create_session(Session(session_id="s1").state())
+    per_worker = 15
+
+    async def append(store: RedisStore, name: str) -> None:
+        for n in range(per_worker):
+            await store.append_messages("s1", [user(f"{name}{n}")])
+
+    async def remind(store: RedisStore, name: str) -> None:
+        for n in range(per_worker):
+            await store.save_reminders("s1", [Reminder(id=f"{name}{n}", body=f"{name} {n}")])
+
+    async with anyio.create_task_group() as tg:
+        for store, name in ((a, "a"), (b, "b")):
+            tg.start_soon(append, store, name)
+            tg.start_soon(remind, store, name)
+    loaded = await a.load_session("s1")
+    assert loaded is not None
+    texts = [m["content"] for m in loaded.transcript.messages]
+    assert sorted(texts) == sorted(f"{w}{n}" for w in "ab" for n in range(per_worker))
+    assert [t for t in texts if t[0] == "a"] == [f"a{n}" for n in range(per_worker)]
+    [info] = await b.list_sessions()
+    assert info.message_count == 2 * per_worker
+    assert [r.id for r in loaded.transcript.reminders] in (
+        [f"a{per_worker - 1}"],
+        [f"b{per_worker - 1}"],
+    )
+
+
+async def test_damaged_stored_data_is_one_store_error(
+    workers: tuple[RedisStore, RedisStore], raw: aioredis.Redis
+) -> None:
+    a, _ = workers
+    await a.create_session(Session(session_id="s1").state())
+    [item] = queue_items("x")
+    await a.enqueue("s1", item)
+    keys = a.session_keys("s1")
+    await raw.hset(keys["items"], item.id, '{"kind":"reminder","mode":"finish_step","payload":{}}')
+    with pytest.raises(StoreError) as caught:
+        await a.pending("s1")
+    assert item.id in str(caught.value)
+    assert a.url in str(caught.value)
+    await raw.hset(keys["session"], "head", "{not json")
+    with pytest.raises(StoreError) as caught:
+        await a.load_session("s1")
+    assert "'s1' cannot be read" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url", ["", "  ", "http://127.0.0.1:6390", "127.0.0.1:6390", "redis://[::1/0"]
+)
+def test_a_url_that_is_not_redis_is_a_config_error(url: str) -> None:
+    with pytest.raises(ConfigError):
+        RedisStore(url)
+
+
+@pytest.mark.parametrize("poll", [0, -1.0])
+def test_the_safety_poll_must_be_positive(poll: float) -> None:
+    with pytest.raises(ConfigError):
+        RedisStore("redis://127.0.0.1:6390/0", poll_interval=poll)
+
+
+def test_the_password_never_shows() -> None:
+    store = RedisStore("redis://user:s3cret@127.0.0.1:6390/2")
+    assert store.url == "redis://user:***@127.0.0.1:6390/2"
+    assert "s3cret" not in repr(store)
+    assert RedisStore("unix:///tmp/redis.sock?db=1").url == "unix:///tmp/redis.sock?db=1"
+
+
+async def test_a_wait_with_nothing_queued_ends_at_its_timeout(
+    fresh_redis_url: str, raw: aioredis.Redis
+) -> None:
+    store = RedisStore(fresh_redis_url, poll_interval=0.05)
+    await store.create_session(Session(session_id="s1").state())
+    [item] = queue_items("audit", mode="audit_only")
+    await store.enqueue("s1", item)
+    # only an audit item: a wait for interrupts looks, waits, looks again, and gives up
+    assert await store.wait_for_items("s1", 0.2, modes=NOW) is False
+    assert await store.wait_for_items("s1", 0, modes=NOW) is False
+    assert await store.wait_for_items("s1", 0.2) is True
+    assert (await raw.pubsub_numsub(store.wake_channel("s1")))[0][1] == 0
+    await store.close()
+    with pytest.raises(StoreError):
+        await store.wait_for_items("s1", 1)
+
+
+def test_without_a_redis_server_binary_the_redis_tests_skip_saying_why() -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no redis-server on it
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--no-header",
+         f"{Path(__file__).resolve()}::test_fifo_across_workers"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=root, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 skipped" in proc.stdout
+    assert "no redis-server binary on PATH" in proc.stdout

@@ -334,8 +334,9 @@ class RedisStore:
                 f"prefix must be a non-blank string without braces (they mark hash tags); "
                 f"got {prefix!r}"
             )
-        check_timeout(poll_interval)
-        if poll_interval <= 0:
+        if isinstance(poll_interval, bool) or not isinstance(poll_interval, int | float):
+            raise TypeError(f"poll_interval must be a number of seconds; got {poll_interval!r}")
+        if not poll_interval > 0:
             raise ConfigError(f"poll_interval must be > 0 seconds; got {poll_interval!r}")
         self.prefix = prefix
         self.clock = clock
