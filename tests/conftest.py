@@ -1,4 +1,5 @@
-"""Shared test configuration: the fixtures folder, async tests on asyncio, common fixtures.
+"""Shared test configuration: the fixtures folder, async tests on asyncio, common fixtures,
+and the test session's own ``redis-server`` (``redis_url``, ``fresh_redis_url``).
 
 Tests live in one folder per area (core/, session/, loop/, providers/, cli/, properties/, …)
 and import only public modules of ``agent_reminders``.
@@ -6,6 +7,11 @@ and import only public modules of ``agent_reminders``.
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +38,85 @@ def fixtures() -> Path:
 def event_log() -> EventLog:
     """A fresh in-memory event log."""
     return EventLog()
+
+
+def _free_port() -> int:
+    """A loopback port nobody listens on now — never 6379, the machine's own Redis."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port != 6379:
+            return port
+
+
+def redis_command(port: int, *args: str) -> bytes:
+    """Send one command to the Redis server on ``127.0.0.1:port`` and return the first line
+    of its reply (RESP), without needing a client library."""
+    frame = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(frame.encode())
+        reply = b""
+        while not reply.endswith(b"\r\n"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    return reply.split(b"\r\n", 1)[0]
+
+
+def _start_redis(binary: str, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    for _ in range(5):  # a port taken between the probe and the start: try another
+        port = _free_port()
+        log = (folder / f"redis-{port}.log").open("wb")
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(folder)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                if redis_command(port, "PING") == b"+PONG":
+                    return proc, port
+            except OSError:
+                pass
+            time.sleep(0.02)
+        _stop(proc)
+    raise RuntimeError(f"redis-server did not start; see the logs in {folder}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:PORT/0`` of a ``redis-server`` this test session started on a free
+    loopback port (no persistence), stopped by its PID at the end. The machine's own Redis
+    (6379) is never used. Without a ``redis-server`` binary the tests that need it skip."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no redis-server binary on PATH (apt-get install redis-server)")
+    proc, port = _start_redis(binary, tmp_path_factory.mktemp("redis"))
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture
+def fresh_redis_url(redis_url: str) -> str:
+    """``redis_url`` with every database of the suite's own server flushed first, so each
+    test starts empty."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/", 1)[0])
+    assert redis_command(port, "FLUSHALL") == b"+OK"
+    return redis_url

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_reminders.storage import MemoryData, MemoryStore, SQLiteStore
+from agent_reminders.storage import MemoryData, MemoryStore, RedisStore, SQLiteStore
 from agent_reminders.testing.store_contract import StoreContract, StoreFactory
 
 
@@ -32,3 +32,11 @@ class TestSQLiteStoreFull(StoreContract):
     def store_factory(self, tmp_path: Path) -> StoreFactory:
         path = tmp_path / "deep" / "er" / "state.db"
         return lambda: SQLiteStore(path, synchronous="FULL")
+
+
+class TestRedisStore(StoreContract):
+    """The same contract on the test session's own ``redis-server``."""
+
+    @pytest.fixture
+    def store_factory(self, fresh_redis_url: str) -> StoreFactory:
+        return lambda: RedisStore(fresh_redis_url)

@@ -1,6 +1,6 @@
-"""Property: any sequence of enqueue / drain / revoke on a store gives exactly what the
-in-memory ``InjectionQueue`` gives — rows, drained items, statuses, errors — and a store
-reopened afterwards still agrees."""
+"""Property: any sequence of enqueue / drain / revoke on a store (memory, SQLite, Redis) gives
+exactly what the in-memory ``InjectionQueue`` gives — rows, drained items, statuses, errors —
+and a store reopened afterwards still agrees."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agent_reminders import AgentRemindersError, InjectionQueue, Session
 from agent_reminders.loop import SEAMS
-from agent_reminders.storage import MemoryData, MemoryStore, SQLiteStore, Store
+from agent_reminders.storage import MemoryData, MemoryStore, RedisStore, SQLiteStore, Store
 
 MODES = ["interrupt_immediate", "interrupt", "finish_step", "steer", "audit_only", "queue"]
 
@@ -112,3 +112,12 @@ def test_a_store_behaves_like_the_injection_queue(
     ops: list[tuple[str, Any, bool]],
 ) -> None:
     anyio.run(run, backend(folder), ops)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(op, max_size=25))
+def test_a_redis_store_behaves_like_the_injection_queue(
+    redis_url: str, ops: list[tuple[str, Any, bool]]
+) -> None:
+    prefix = f"property-{next(_files)}"  # each example on keys of its own
+    anyio.run(run, lambda: RedisStore(redis_url, prefix=prefix), ops)

@@ -28,7 +28,11 @@ def _address(text: str) -> tuple[str, int]:
 @handle_errors
 def serve(
     store: Annotated[
-        str, typer.Option("--store", help="memory:, sqlite:PATH (default) or a path.")
+        str,
+        typer.Option(
+            "--store",
+            help="memory:, sqlite:PATH (default), a path, or redis://HOST:PORT/DB (many workers).",
+        ),
     ] = DEFAULT_STORE,
     model: Annotated[
         str | None,

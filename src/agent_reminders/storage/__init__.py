@@ -2,7 +2,8 @@
 processes — session records, the injection queue and the event log — behind one async
 ``Store`` protocol.
 
-Not imported by ``import agent_reminders`` (it loads ``sqlite3`` and ``anyio``).
+Not imported by ``import agent_reminders`` (it loads ``sqlite3`` and ``anyio``); ``RedisStore``
+imports redis-py only when one is made (``pip install 'agent-reminders[redis]'``).
 
 Example:
     >>> import anyio
@@ -27,11 +28,13 @@ from .base import (
     open_store,
 )
 from .memory import MemoryData, MemoryStore
+from .redis import RedisStore
 from .sqlite import SCHEMA_VERSION, SQLiteStore, Synchronous
 
 __all__ = [
     "MemoryData",
     "MemoryStore",
+    "RedisStore",
     "RevokeStatus",
     "SCHEMA_VERSION",
     "SQLiteStore",

@@ -1,7 +1,7 @@
 """The ``Store`` protocol (spec 06 §1): what a session needs to survive a restart and to be
 shared between processes — session records, the injection queue, the event log.
 
-Every backend (``MemoryStore``, ``SQLiteStore``, later ``RedisStore``) implements the same
+Every backend (``MemoryStore``, ``SQLiteStore``, ``RedisStore``) implements the same
 async methods with the same results and errors; ``agent_reminders.testing.store_contract``
 checks that, unchanged, against each of them.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._core.errors import ConfigError, QueueError, StoreError
+from .._core.errors import ConfigError, QueueError
 from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
@@ -236,11 +236,13 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
     - ``sqlite:PATH`` (``sqlite:///abs/path`` also works) or a plain path →
       :class:`~agent_reminders.storage.SQLiteStore` (``synchronous="FULL"`` …), opened and
       migrated before this returns;
-    - ``redis://…`` / ``rediss://…`` → ``StoreError``: the Redis backend is not in this
-      version.
+    - ``redis://HOST:PORT/DB`` / ``rediss://…`` →
+      :class:`~agent_reminders.storage.RedisStore` (``prefix=…``), its server answering
+      before this returns (needs ``agent-reminders[redis]``).
 
     Raises:
-        StoreError: ``RMD-109`` — the store cannot be opened (naming the file or URL).
+        StoreError: ``RMD-109`` — the store cannot be opened (naming the file or URL; a
+            password in a URL is never shown).
         ConfigError: ``RMD-104`` — an empty URL or an unknown scheme.
 
     Example:
@@ -256,10 +258,15 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
         raise ConfigError(f"a store URL must be a non-blank string; got {url!r}")
     scheme, sep, rest = text.partition(":")
     if sep and scheme in ("redis", "rediss"):
-        raise StoreError(
-            f"{text}: a redis:// store needs the Redis backend, which this version of "
-            "agent-reminders does not include yet; use sqlite:PATH or memory:"
-        )
+        from .redis import RedisStore
+
+        store = RedisStore(text, **options)
+        try:
+            await store.ping()
+        except BaseException:
+            await store.close()
+            raise
+        return store
     if text == "memory:":
         from .memory import MemoryStore
 
