@@ -23,6 +23,7 @@ Run: make bench  (or: python bench/langchain_overhead.py [--calls N] [--rounds R
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -149,6 +150,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results")
     args = parser.parse_args()
+    load = os.getloadavg()[0]  # other work on the machine shows in wall time, less in CPU
     for form in FORMS:  # warm-up: imports, first graph compile
         _once(form, min(args.calls, 6))
     wall: dict[str, list[float]] = {form: [] for form in FORMS}
@@ -165,7 +167,8 @@ def main() -> int:
         f"Machine: {machine()}. One {args.calls}-call tool run per form and round, "
         f"{args.rounds} alternating rounds in one process; medians of time / model calls, "
         "CPU time of the process (all threads: the tools run in LangGraph's pool) and wall "
-        "time. The model is LangChain's `GenericFakeChatModel`, answering at once.",
+        f"time (load average {load:.1f} at the start). The model is LangChain's "
+        "`GenericFakeChatModel`, answering at once.",
         "",
         "| agent | per model call, CPU µs | wall µs |",
         "|---|---:|---:|",
