@@ -31,6 +31,7 @@ PUBLIC_MODULES = [
     "agent_reminders.integrations.anthropic",
     "agent_reminders.integrations.driver",
     "agent_reminders.integrations.gemini",
+    "agent_reminders.integrations.langchain",
     "agent_reminders.integrations.openai",
     "agent_reminders.loop",
     "agent_reminders.models",
