@@ -558,6 +558,31 @@ async def test_async_runs_and_drained_user_messages() -> None:
     assert all(isinstance(m, ModelRequest) and len(m.parts) == 1 for m in history[1:3])
 
 
+@pytest.mark.anyio
+async def test_streamed_runs_go_through_the_same_hooks() -> None:
+    capability = ReminderCapability(context_window=WINDOW)
+    capability.session.inject({"body": "Streamed note.", "ttl_turns": 2})
+    budgets: list[dict[str, Any]] = []
+    capability.session.providers.register(
+        "probe", subscribes_to="on_budget_threshold", evaluate=lambda c: budgets.append(c.payload)
+    )
+    agent = Agent(TestModel(), capabilities=[capability])
+
+    @agent.tool_plain
+    def check(path: str) -> str:
+        """Check a file."""
+        return "ok"
+
+    async with agent.run_stream("go") as stream:
+        await stream.get_output()
+    history = stream.all_messages()
+    assert isinstance(history[1], ModelRequest)
+    assert "Streamed note." in str(history[1].parts[0].content)
+    assert count_in(history, "Streamed note.") == (1, 0)
+    assert len(budgets) == 2
+    assert {b["model"] for b in budgets} == {"test"}
+
+
 # -- import isolation ---------------------------------------------------------------------------
 
 
@@ -609,3 +634,20 @@ def test_the_example_runs(args: list[str]) -> None:
     assert "grounded_review  first in call 2, then in every later call once" in proc.stdout
     assert "token_pressure   first in call 3" in proc.stdout
     assert "append-only holds over 6 model calls" in proc.stdout
+
+
+def test_the_overhead_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "results.md"
+    bench = Path(__file__).resolve().parents[2] / "bench" / "pydantic_ai_overhead.py"
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--calls", "6", "--rounds", "1", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text(encoding="utf-8")
+    assert "## Framework overhead: pydantic-ai" in text
+    assert "| quiet | cpu |" in text
+    assert "| busy | wall |" in text

@@ -73,6 +73,7 @@ from ..session import Session
 
 __all__ = ["ReminderCapability"]
 
+
 class ReminderCapability(AbstractCapability[Any]):
     """The library's reminders for a pydantic-ai ``Agent``, as one capability.
 
