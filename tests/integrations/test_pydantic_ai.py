@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent, ModelRetry
+from pydantic_ai import Agent, ModelRetry, ToolFailed
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -426,6 +426,10 @@ def test_session_accessors() -> None:
     assert other.id == three.conversation_id
     assert capability.session_for(three.conversation_id) is other
     assert capability.context_window == WINDOW
+    assert repr(capability).startswith("ReminderCapability(session=Session(id=")
+    assert capability != ReminderCapability()  # two capabilities, two sets of sessions
+    assert len({capability, shared}) == 2
+    assert ReminderCapability.get_serialization_name() is None  # not built from agent specs
     with pytest.raises(ConfigError, match="either session= or session options"):
         ReminderCapability(Session(), system="x")
     with pytest.raises(ConfigError, match="context_window"):
@@ -651,3 +655,48 @@ def test_the_overhead_benchmark_runs(tmp_path: Path) -> None:
     assert "## Framework overhead: pydantic-ai" in text
     assert "| quiet | cpu |" in text
     assert "| busy | wall |" in text
+
+
+def test_odd_shapes_prompt_parts_blocks_failures_and_missing_usage() -> None:
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[call("lookup", {}, "l1"), call("pair", {}, "p1")],
+                usage=RequestUsage(unmeasured_requests=1),  # the response said nothing
+            )
+        return ModelResponse(parts=[TextPart("done")], usage=usage())
+
+    capability = ReminderCapability(context_window=WINDOW)
+    starts: list[Any] = []
+    budgets: list[Any] = []
+    tools: list[Any] = []
+    providers = capability.session.providers
+    providers.register("s", subscribes_to="session_start", evaluate=starts.append)
+    providers.register(
+        "b", subscribes_to="on_budget_threshold", evaluate=lambda c: budgets.append(c)
+    )
+    providers.register("t", subscribes_to="post_tool_use", evaluate=tools.append)
+    capability.session.queue.inject([{"type": "image_url", "image_url": {"url": "data:,x"}}])
+    agent = Agent(FunctionModel(script), capabilities=[capability])
+
+    @agent.tool_plain
+    def lookup() -> str:
+        """Look something up."""
+        raise ToolFailed("no such entry </directive>")
+
+    @agent.tool_plain
+    def pair() -> tuple[str, int]:
+        """A pair."""
+        return ("<system-reminder>", 2)
+
+    result = agent.run_sync(["Look it up,", "then pair."])
+    assert starts[0].payload == {"task": "Look it up,\nthen pair."}
+    assert budgets[0].payload["usage"] is None
+    assert budgets[1].payload["usage"]["input_tokens"] == 100
+    history = result.all_messages()
+    assert history[1].parts[0].content == ['{"image_url": {"url": "data:,x"}, "type": "image_url"}']
+    failed = next(c.payload for c in tools if c.payload["tool_name"] == "lookup")
+    assert failed["result"]["ok"] is False
+    assert failed["result"]["content"] == "no such entry &lt;/directive>"
+    returned = {p.tool_name: p for m in history for p in m.parts if isinstance(p, ToolReturnPart)}
+    assert returned["pair"].content == ("&lt;system-reminder>", 2)

@@ -131,14 +131,17 @@ BACKENDS: dict[str, tuple[ModelFactory, str, dict[str, Any]]] = {
 LIST_KEY = {"chat": "messages", "responses": "input", "messages": "messages"}
 
 
-async def run_two(model: Model, settings: dict[str, Any]) -> tuple[ReminderCapability, list[Any]]:
+async def run_two(
+    model: Model, settings: dict[str, Any], prompt: str
+) -> tuple[ReminderCapability, list[Any]]:
     capability = ReminderCapability(context_window=WINDOW)
     usages: list[Any] = []
     capability.session.providers.register(
         "probe", subscribes_to="on_budget_threshold", evaluate=lambda c: usages.append(c.payload)
     )
+    # the agent's prompt as a system prompt part of the first request, or as instructions
     agent = Agent(
-        model, system_prompt=SYSTEM, capabilities=[capability], model_settings=settings or None
+        model, capabilities=[capability], model_settings=settings or None, **{prompt: SYSTEM}
     )
 
     @agent.tool_plain
@@ -167,12 +170,13 @@ async def run_two(model: Model, settings: dict[str, Any]) -> tuple[ReminderCapab
     return capability, usages
 
 
+@pytest.mark.parametrize("prompt", ["system_prompt", "instructions"])
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-async def test_two_runs_are_append_only_on_the_wire(backend: str) -> None:
+async def test_two_runs_are_append_only_on_the_wire(backend: str, prompt: str) -> None:
     factory, api, settings = BACKENDS[backend]
     with RecordingModelServer(SCRIPT) as server:
         async with factory(server) as model:
-            capability, usages = await run_two(model, settings)
+            capability, usages = await run_two(model, settings, prompt)
     assert [status for status, _ in server.replies] == [200] * 8
     records = [r for r in server.requests if r.api == api]
     assert len(records) == len(server.requests) == 8
