@@ -32,6 +32,7 @@ PUBLIC_MODULES = [
     "agent_reminders.integrations.driver",
     "agent_reminders.integrations.gemini",
     "agent_reminders.integrations.openai",
+    "agent_reminders.integrations.openai_agents",
     "agent_reminders.loop",
     "agent_reminders.models",
     "agent_reminders.models.anthropic",
