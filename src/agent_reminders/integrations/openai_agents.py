@@ -93,6 +93,8 @@ def _neutral_output(item: Any) -> Any:
         return item
     output = item.get("output")
     if isinstance(output, str):
+        if "<" not in output:  # nothing to defang: the common case, on every call
+            return item
         clean = neutralize_untrusted(output)
         return item if clean == output else {**item, "output": clean}
     if isinstance(output, list):
