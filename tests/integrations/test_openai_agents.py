@@ -657,3 +657,23 @@ def test_the_example_runs() -> None:
     assert "Grounded review:" in done.stdout
     assert "append-only holds across both runs" in done.stdout
 
+
+def test_the_overhead_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "results.md"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "openai_agents_overhead.py"),
+            *("--calls", "12", "--rounds", "1", "--output", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    assert "## OpenAI Agents SDK integration overhead per model call" in text
+    assert "| 12 |" in text
