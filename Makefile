@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/loop_overhead.py
 	$(BIN)/python bench/langchain_overhead.py
 	$(BIN)/python bench/pydantic_ai_overhead.py
+	$(BIN)/python bench/openai_agents_overhead.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)

@@ -96,6 +96,7 @@ def test_readme_example_runs() -> None:
         "docs/bridge.md",
         "docs/langchain.md",
         "docs/pydantic-ai.md",
+        "docs/openai-agents.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:

@@ -34,6 +34,7 @@ PUBLIC_MODULES = [
     "agent_reminders.integrations.langchain",
     "agent_reminders.integrations.openai",
     "agent_reminders.integrations.pydantic_ai",
+    "agent_reminders.integrations.openai_agents",
     "agent_reminders.loop",
     "agent_reminders.models",
     "agent_reminders.models.anthropic",
