@@ -97,6 +97,7 @@ def test_readme_example_runs() -> None:
         "docs/langchain.md",
         "docs/pydantic-ai.md",
         "docs/openai-agents.md",
+        "docs/protocol.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:
