@@ -241,6 +241,19 @@ class Round:
     p99_ms: float
     cpu_us: float  # server CPU time per request
     requests: int
+    request_bytes: int  # the longest frame sent and received in the round
+    reply_bytes: int
+
+
+def _remind_frame(request_id: int, session_id: str, client: int) -> str:
+    params = {
+        "sessionId": session_id,
+        "body": BODY,
+        "tags": ["ci"],
+        "mode": "finish_step",
+        "dedupe_key": f"ci-{client}-{request_id}",
+    }
+    return _frame(request_id, "session/remind", params)
 
 
 def _percentile(ordered: list[float], q: float) -> float:
@@ -270,25 +283,13 @@ async def run_round(server: Server, clients: int, per_client: int, sessions: lis
         sessions += ids
         frames.append(
             [
-                (
-                    n,
-                    _frame(
-                        n,
-                        "session/remind",
-                        {
-                            "sessionId": ids[n // SESSION_ROOM],
-                            "body": BODY,
-                            "tags": ["ci"],
-                            "mode": "finish_step",
-                            "dedupe_key": f"ci-{c}-{n}",
-                        },
-                    ),
-                )
+                (n, _remind_frame(n, ids[(n - 1) // SESSION_ROOM], c))
                 for n in range(1, per_client + 1)
             ]
         )
     latencies: list[float] = []
     errors: list[str] = []
+    replied = [0]
     go = anyio.Event()
 
     async def client(ws: ClientConnection, mine: list[tuple[int, str]]) -> None:
@@ -298,6 +299,7 @@ async def run_round(server: Server, clients: int, per_client: int, sessions: lis
             await ws.send(frame)
             reply = await ws.recv()
             latencies.append(time.perf_counter() - start)
+            replied[0] = max(replied[0], len(reply))
             message = json.loads(reply)
             if message.get("id") != request_id or "error" in message:
                 errors.append(str(reply))
@@ -323,6 +325,8 @@ async def run_round(server: Server, clients: int, per_client: int, sessions: lis
         p99_ms=_percentile(ordered, 0.99) * 1e3,
         cpu_us=cpu / total * 1e6,
         requests=total,
+        request_bytes=max(len(f) for mine in frames for _, f in mine),
+        reply_bytes=replied[0],
     )
 
 
@@ -333,6 +337,8 @@ def _median_round(rounds: list[Round]) -> Round:
         p99_ms=statistics.median(r.p99_ms for r in rounds),
         cpu_us=statistics.median(r.cpu_us for r in rounds),
         requests=sum(r.requests for r in rounds),
+        request_bytes=max(r.request_bytes for r in rounds),
+        reply_bytes=max(r.reply_bytes for r in rounds),
     )
 
 
@@ -490,6 +496,13 @@ def main() -> int:
         or row["bridge"].p99_ms >= TARGET_P99_MS
     ]
     table = _table(results)
+    sizes = {
+        kind: (
+            max(row[kind].request_bytes for row in results.values()),
+            max(row[kind].reply_bytes for row in results.values()),
+        )
+        for kind in ("bridge", "echo")
+    }
     load = (
         ", ".join(f"{x:.2f}" for x in load_before)
         + " → "
@@ -508,6 +521,10 @@ def main() -> int:
             "",
             table,
             "",
+            f"Frames: requests up to {sizes['bridge'][0]} bytes; replies up to "
+            f"{sizes['bridge'][1]} bytes from the bridge, {sizes['echo'][1]} from the echo server "
+            "(the request sent back). `websockets` defaults on both sides (permessage-deflate "
+            "on).",
             f"Targets: bridge ÷ echo ≥ {TARGET_RATIO}, p99 < {TARGET_P99_MS:g} ms — "
             + ("met." if not missed else "MISSED at " + ", ".join(missed) + "."),
             f"Acknowledged reminders found in the file after the server stopped: "
