@@ -77,13 +77,17 @@ class _Answer:
         return ModelResponse(message={"role": "assistant", "content": "Done."})
 
 
-def _bridge(store_kind: str, db: Path) -> Bridge:
+async def _bridge(store_kind: str, db: Path, ready: Callable[[int], None]) -> None:
     settings = BridgeSettings(
         tokens=(Scope(token=TOKEN, prompt=True),),
         rate_per_second=1e9,  # the default 200/s per connection would be all we measured
     )
     store = SQLiteStore(db) if store_kind == "sqlite" else MemoryStore()
-    return Bridge(store, model=_Answer(), settings=settings)
+    try:
+        await serve_ws(Bridge(store, model=_Answer(), settings=settings), ready=ready)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await store.close()
 
 
 async def _echo(ready: Callable[[int], None]) -> None:
@@ -123,9 +127,7 @@ def server_main(kind: str, store_kind: str, db: Path, trace: bool, profile: Path
             if kind == "echo":
                 tg.start_soon(_echo, ready)
             else:
-                tg.start_soon(
-                    lambda: serve_ws(_bridge(store_kind, db), "127.0.0.1", 0, ready=ready)
-                )
+                tg.start_soon(_bridge, store_kind, db, ready)
             await anyio.to_thread.run_sync(_control, abandon_on_cancel=True)
             tg.cancel_scope.cancel()
 
@@ -383,8 +385,11 @@ async def _stored(db: Path, sessions: list[str]) -> int:
         return sum([len(await store.pending(s)) for s in sessions])
 
 
-async def idle_memory(workdir: Path, store: str, sessions: int, trace: bool) -> float:
-    """Bytes per idle session: RSS growth (or traced heap growth) over ``sessions`` sessions."""
+async def idle_memory(
+    workdir: Path, store: str, sessions: int, trace: bool
+) -> tuple[float, float | None]:
+    """Bytes per idle session — RSS growth (or traced heap growth) over ``sessions`` sessions —
+    and, on SQLite, the median number of messages a session holds."""
     server = Server("bridge", workdir, store=store, trace=trace)
     key = "traced" if trace else "rss"
 
@@ -412,11 +417,15 @@ async def idle_memory(workdir: Path, store: str, sessions: int, trace: bool) -> 
         await fill(20)  # warm every code path and cache first
         before = await anyio.to_thread.run_sync(server.memory)
         await fill(sessions)
-        await anyio.sleep(0.5)
+        await anyio.sleep(0.5)  # idle, every connection closed
         after = await anyio.to_thread.run_sync(server.memory)
     finally:
         server.stop()
-    return float(after[key] - before[key]) / sessions
+    messages = None
+    if store == "sqlite":
+        async with SQLiteStore(server.db) as opened:
+            messages = statistics.median(s.message_count for s in await opened.list_sessions())
+    return float(after[key] - before[key]) / sessions, messages
 
 
 def _table(results: dict[int, dict[str, Round]]) -> str:
@@ -443,7 +452,11 @@ def main() -> int:
     )
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--profile", type=Path, help="cProfile the bridge server into this file")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="cProfile the bridge server's event-loop thread into this file (pstats format)",
+    )
     parser.add_argument("--quick", action="store_true", help="a short run (fewer, smaller rounds)")
     parser.add_argument("--rounds", type=int, help="rounds per server and client count")
     parser.add_argument("--requests", type=int, help="requests per round (split among clients)")
@@ -462,11 +475,13 @@ def main() -> int:
         results, acknowledged, stored = anyio.run(
             throughput, workdir, rounds, requests, args.profile
         )
-        memory = {
+        measured = {
             (store, key): anyio.run(idle_memory, workdir, store, sessions, key == "traced")
             for store in ("sqlite", "memory")
             for key in ("rss", "traced")
         }
+    memory = {k: v[0] for k, v in measured.items()}
+    messages = measured["sqlite", "rss"][1]
     load_after = os.getloadavg()
     figures = {
         "machine": machine(),
@@ -484,13 +499,14 @@ def main() -> int:
         "acknowledged": acknowledged,
         "stored": stored,
         "idle_sessions": sessions,
+        "messages_per_idle_session": messages,
         "bytes_per_idle_session": {
             store: {key: memory[store, key] for key in ("rss", "traced")}
             for store in ("sqlite", "memory")
         },
     }
     missed = [
-        f"{c} clients"
+        f"{c} client{'s' if c > 1 else ''}"
         for c, row in results.items()
         if row["bridge"].throughput / row["echo"].throughput < TARGET_RATIO
         or row["bridge"].p99_ms >= TARGET_P99_MS
@@ -530,8 +546,11 @@ def main() -> int:
             f"Acknowledged reminders found in the file after the server stopped: "
             f"{stored:,} of {acknowledged:,}.",
             "",
-            f"Memory of {sessions:,} idle sessions (each: `session/new`, 2 reminders, 2 prompts), "
-            "growth of the server process divided by the sessions:",
+            f"Memory of {sessions:,} idle sessions (each: `session/new`, 2 reminders, 2 prompts: "
+            f"{messages:g} messages, median), the growth of the server process divided by the "
+            "sessions. On `SQLiteStore` a session lives in the file, so the Python heap hardly "
+            "changes; what RSS adds is mostly SQLite's page cache, which is bounded (2 MiB by "
+            "default).",
             "",
             "| store | RSS bytes/session | Python heap bytes/session (tracemalloc) |",
             "|---|---:|---:|",
