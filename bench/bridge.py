@@ -467,7 +467,7 @@ def main() -> int:
     if args.server is not None:
         return server_main(args.server, args.store, args.db, args.trace, args.profile)
     rounds = args.rounds or (2 if args.quick else 5)
-    requests = args.requests or (300 if args.quick else 3000)
+    requests = args.requests or (300 if args.quick else 6000)
     sessions = args.sessions or (100 if args.quick else 1000)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
