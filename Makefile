@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/langchain_overhead.py
 	$(BIN)/python bench/pydantic_ai_overhead.py
 	$(BIN)/python bench/openai_agents_overhead.py
+	$(BIN)/python bench/bridge.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)
