@@ -37,6 +37,7 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
         ("reminds acknowledged", f"{figures.acked:,}"),
         ("reminds sent", f"{figures.sent:,} (+ retries of lost replies)"),
         ("lost replies retried, found stored (`RMD-002`)", f"{figures.retries_confirmed:,}"),
+        ("refused, queue full (`-32005`)", f"{figures.refused:,}"),
         (
             "prompts completed / rounds killed mid-prompt",
             f"{figures.prompts:,} / {figures.killed_mid_prompt:,}",

@@ -9,7 +9,10 @@ delay, then check the file it left:
 - ``PRAGMA integrity_check`` is ``ok`` (the file opened read-only, before anything else
   touches it);
 - every acknowledged remind (its ``{reminderId}`` reply was read) is in the store exactly
-  once, pending or delivered; one sent but never acknowledged is there at most once;
+  once, pending or delivered; one sent but never acknowledged is there at most once (checked
+  by id for the three in four that choose their id; the next round retries some of those
+  with the same id, which must answer the id or ``RMD-002`` "already used"); one refused
+  with ``-32005`` (queue full) is not there at all;
 - nothing is both pending in the queue and already in the transcript (it would be delivered
   twice), and the transcript holds at most one pending reminder per dedupe key;
 - after the restart, ``session/pending_injections`` on the new server lists exactly what the
@@ -165,6 +168,7 @@ class Figures:
     sent: int = 0
     prompts: int = 0
     retries_confirmed: int = 0
+    refused: int = 0  # -32005 queue full: a correct answer, counted, the id must be absent
     lost: dict[str, str] = field(default_factory=dict)  # id → where it was first missed
     duplicated: dict[str, str] = field(default_factory=dict)
     integrity_failures: list[str] = field(default_factory=list)
@@ -204,6 +208,7 @@ class _Ledger:
     session_id: str = ""
     acked: set[str] = field(default_factory=set)
     unacked: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → params, to retry
+    refused: set[str] = field(default_factory=set)
     last_pending: list[str] | None = None  # the store's pending ids after the last kill
 
 
@@ -314,6 +319,11 @@ class CrashRun:
                 ledger.acked.add(rid)
                 ledger.unacked.pop(rid, None)
                 figures.retries_confirmed += 1
+            elif message["error"]["code"] == -32005 and kind == "remind":
+                figures.refused += 1
+                if rid is not None:
+                    ledger.refused.add(rid)
+                    ledger.unacked.pop(rid, None)
             else:
                 figures.unexpected.append(f"remind {rid}: {message['error']}")
                 ledger.unacked.pop(rid, None)
@@ -385,6 +395,9 @@ class CrashRun:
         for rid in ledger.acked:
             if present[rid] == 0 or rows[rid] == 0:
                 figures.lost.setdefault(rid, where)
+        for rid in ledger.refused:
+            if present[rid] or rows[rid]:
+                figures.duplicated.setdefault(rid, f"{where}: refused (queue full) yet stored")
         for rid in present.keys() | rows.keys():
             if present[rid] > 1 or rows[rid] > 1:
                 figures.duplicated.setdefault(rid, f"{where}: x{max(present[rid], rows[rid])}")

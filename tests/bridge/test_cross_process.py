@@ -14,8 +14,10 @@ import pytest
 from crashkit import ServeProcess
 
 import agent_reminders
-from agent_reminders import ModelRequest, ModelResponse
+from agent_reminders import ModelRequest, ModelResponse, Session
 from agent_reminders.bridge import Bridge, Connection, Dispatcher
+from agent_reminders.bridge.live import LivePrompt
+from agent_reminders.queue import InjectionQueue
 from agent_reminders.storage import SQLiteStore
 from agent_reminders.testing import FunctionModel, ScriptedModel
 
@@ -55,6 +57,43 @@ async def enqueue_elsewhere(path: Path, session_id: str, reminder_id: str, body:
 
 def _carrying(request: ModelRequest, text: str) -> list[Any]:
     return [m for m in request.messages if text in json.dumps(dict(m))]
+
+
+class CountingStore(SQLiteStore):
+    """Counts ``load_session`` calls (the costly read ``pick_up`` makes only when needed)."""
+
+    loads = 0
+
+    async def load_session(self, session_id: str) -> Any:
+        self.loads += 1
+        return await super().load_session(session_id)
+
+
+@pytest.mark.anyio
+async def test_pick_up_reads_the_session_only_for_ids_nobody_announced(tmp_path: Path) -> None:
+    async with CountingStore(tmp_path / "state.db") as store:
+        await store.create_session(Session("s").state())
+        live = LivePrompt()
+        live.attach(Session.from_state(await store.load_session("s")))
+        scratch = InjectionQueue()
+        ours, theirs = scratch.remind({"body": "ours"}), scratch.remind({"body": "theirs"})
+        mine, other = scratch.state().items
+        store.loads = 0
+        assert await live.pick_up(store) == 0  # nothing pending: one cheap read
+        # this server is storing `ours`: the store shows it before the offer, no lookup
+        live.expect(ours)
+        await store.enqueue("s", mine)
+        assert await live.pick_up(store) == 0
+        assert store.loads == 0
+        live.forget(ours)
+        live.offer(mine)
+        # `theirs` comes from elsewhere: looked up once, queued once
+        await store.enqueue("s", other)
+        assert await live.pick_up(store) == 1
+        assert await live.pick_up(store) == 0
+        assert store.loads == 1
+        assert live.queue is not None
+        assert [row["id"] for row in live.queue.pending()] == [ours, theirs]
 
 
 STEPS = [

@@ -60,6 +60,7 @@ class LivePrompt:
         self.cancel = anyio.Event()
         self.session: Session | None = None
         self._early: list[QueueItem] = []
+        self._arriving: set[str] = set()
 
     @property
     def queue(self) -> LiveQueue | None:
@@ -75,6 +76,16 @@ class LivePrompt:
         else:
             queue.offer(item)
 
+    def expect(self, item_id: str) -> None:
+        """This server is storing ``item_id`` and will offer it once durable: until
+        :meth:`forget`, :meth:`pick_up` leaves it to that offer (the store may already show
+        it)."""
+        self._arriving.add(item_id)
+
+    def forget(self, item_id: str) -> None:
+        """The store call for an :meth:`expect`-ed id is over (stored or refused)."""
+        self._arriving.discard(item_id)
+
     async def pick_up(self, store: Store) -> int:
         """Offer the running session what ``store`` holds for it that its live queue does not
         know (queued by another process or store object); returns how many were added.
@@ -87,7 +98,7 @@ class LivePrompt:
         if queue is None or session is None:
             return 0
         rows = await store.pending(session.id)
-        if all(queue.knows(row["id"]) for row in rows):
+        if all(queue.knows(row["id"]) or row["id"] in self._arriving for row in rows):
             return 0
         state = await store.load_session(session.id)
         if state is None:
