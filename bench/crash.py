@@ -32,6 +32,8 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
     """The results.md section."""
     restart = figures.restart_seconds
     mean_acked = statistics.mean(figures.acked_per_round)
+    first = statistics.mean(figures.acked_per_round[:10])
+    last = statistics.mean(figures.acked_per_round[-10:])
     rows = [
         ("rounds (SIGKILL + restart)", f"{figures.rounds:,}"),
         ("reminds acknowledged", f"{figures.acked:,}"),
@@ -49,6 +51,7 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
         ("bridge/store disagreements", f"{len(figures.bridge_mismatches)}"),
         ("unexpected errors", f"{len(figures.unexpected)}"),
         ("reminds acknowledged per round (mean)", f"{mean_acked:.1f}"),
+        ("… in the first 10 / the last 10 rounds (mean)", f"{first:.1f} / {last:.1f}"),
         ("restart, spawn → first reply (median)", f"{figures.restart_median * 1000:.0f} ms"),
         ("restart, spawn → first reply (p99)", f"{figures.restart_quantile(0.99) * 1000:.0f} ms"),
         ("restart, spawn → first reply (max)", f"{max(restart) * 1000:.0f} ms"),
@@ -61,6 +64,10 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
         "(4 in flight), then checked and restarted on the same file. Restart time includes "
         "starting Python and importing the library (the first reply is to `initialize`).\n\n"
         f"| figure | value |\n|---|---|\n{table}\n\n"
+        "Fewer reminds per round as the session grows: each `save_session` of a prompt "
+        "re-encodes and re-hashes the whole stored transcript and reads every queue row ever "
+        "written (delivered ids included), partly on the event loop, so later prompts hold up "
+        "the reminds that arrive meanwhile.\n\n"
         f"Result: **{verdict}** in {seconds:.0f} s. Machine: {machine()}."
     )
 

@@ -74,6 +74,7 @@ async def test_pick_up_reads_the_session_only_for_ids_nobody_announced(tmp_path:
     async with CountingStore(tmp_path / "state.db") as store:
         await store.create_session(Session("s").state())
         live = LivePrompt()
+        assert await live.pick_up(store) == 0  # not attached yet: nothing to offer to
         live.attach(Session.from_state(await store.load_session("s")))
         scratch = InjectionQueue()
         ours, theirs = scratch.remind({"body": "ours"}), scratch.remind({"body": "theirs"})

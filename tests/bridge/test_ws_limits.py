@@ -183,10 +183,15 @@ async def _well_behaved(url: str, until: Callable[[], bool], at_least: int) -> i
     return done
 
 
-async def test_a_client_that_never_reads_overflows_its_send_queue_and_is_disconnected() -> None:
-    settings = _settings(
-        rate_per_second=100_000, max_send_queue_bytes=2 * MiB, send_timeout_seconds=1
-    )
+@pytest.mark.parametrize(
+    "bound",
+    [{"max_send_queue_bytes": 2 * MiB}, {"max_send_queue": 4, "max_send_queue_bytes": 256 * MiB}],
+    ids=["bytes", "messages"],
+)
+async def test_a_client_that_never_reads_overflows_its_send_queue_and_is_disconnected(
+    bound: dict[str, int],
+) -> None:
+    settings = _settings(rate_per_second=100_000, send_timeout_seconds=1, **bound)
     bridge = Bridge(MemoryStore(), settings=settings)
     await _big_session(bridge.store)
     requests = 300  # ~800 KB each: ~240 MB of replies asked for
@@ -209,7 +214,7 @@ async def test_a_client_that_never_reads_overflows_its_send_queue_and_is_disconn
             tracemalloc.stop()
         # the server ended the connection long before it sent what was asked for
         assert read < requests * 800_000 // 4
-        assert peak < 24 * MiB  # the 2 MiB send queue, a reply or two, buffers; not ~240 MB
+        assert peak < 24 * MiB  # the send queue's bound, a reply or two, buffers; not ~240 MB
         assert rounds >= 5
         # and it still serves everyone else
         assert await _well_behaved(url, lambda: True, at_least=1) == 1
