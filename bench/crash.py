@@ -65,9 +65,11 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
         "starting Python and importing the library (the first reply is to `initialize`).\n\n"
         f"| figure | value |\n|---|---|\n{table}\n\n"
         "Fewer reminds per round as the session grows: each `save_session` of a prompt "
-        "re-encodes and re-hashes the whole stored transcript and reads every queue row ever "
-        "written (delivered ids included), partly on the event loop, so later prompts hold up "
-        "the reminds that arrive meanwhile.\n\n"
+        "serialises the whole `SessionState` (`split_state` → `to_json`: every transcript "
+        "message and every audit entry of an `audit_only` reminder) on the event loop and "
+        "reads every queue row ever written, so a prompt costs O(history) and later prompts "
+        "hold up the reminds that arrive meanwhile (a quiet one-step prompt: ~5 ms on a new "
+        "session, ~300 ms after 40 rounds).\n\n"
         f"Result: **{verdict}** in {seconds:.0f} s. Machine: {machine()}."
     )
 

@@ -47,7 +47,10 @@ from agent_reminders.storage import SQLiteStore
 SRC = str(Path(agent_reminders.__file__).resolve().parents[1])
 MAIN = "from agent_reminders.cli import main; main()"
 DEDUPE_KEYS = ("ci-status", "lint", "deps")
-MODES = ("finish_step", "audit_only", "interrupt_immediate")
+# audit_only reminders are kept as audit entries in the session's head, which every save
+# rewrites whole: a tenth of them, so the session does not outgrow the rounds
+MODES = ("finish_step", "interrupt_immediate", "audit_only")
+MODE_WEIGHTS = (7, 2, 1)
 SCRIPT = [
     {"tool_calls": [{"id": "c1", "name": "grep", "arguments": {"q": "todo"}}]},
     {"content": "Checked."},
@@ -243,8 +246,8 @@ class CrashRun:
         self._count += 1
         params: dict[str, Any] = {
             "sessionId": self.ledger.session_id,
-            "body": f"round {round_no} reminder {self._count}: " + "x" * rng.randrange(0, 400),
-            "mode": rng.choice(MODES),
+            "body": f"round {round_no} reminder {self._count}: " + "x" * rng.randrange(0, 60),
+            "mode": rng.choices(MODES, MODE_WEIGHTS)[0],
         }
         if rng.random() < 0.75:  # a caller-chosen id: a lost reply can be retried with it
             params["id"] = f"r{round_no}-{self._count}"
