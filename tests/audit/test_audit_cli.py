@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,24 @@ def test_fallback_when_the_encoding_files_cannot_be_had(tmp_path: Path, clean: P
     assert "TIKTOKEN_CACHE_DIR" in done.stderr
     table = run_cli(["audit", str(clean)], first_on_path=fake.parent)
     assert "tiktoken could not load o200k_base" in " ".join(table.stdout.split())
+
+
+def test_fallback_note_in_process(monkeypatch: pytest.MonkeyPatch, clean: Path) -> None:
+    """The same, in process: a tiktoken whose get_encoding raises OSError."""
+
+    def get_encoding(name: str) -> None:
+        raise OSError("no network\nand no cache")
+
+    fake = types.SimpleNamespace(
+        list_encoding_names=lambda: ["o200k_base"], get_encoding=get_encoding
+    )
+    monkeypatch.setitem(sys.modules, "tiktoken", fake)
+    note = load_tokenizer().note
+    assert note == (
+        "tiktoken could not load o200k_base (OSError: no network and no cache); set "
+        "TIKTOKEN_CACHE_DIR to a folder holding its files, or allow the download"
+    )
+    result = audit(str(clean), "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["encoding"] == "bytes/4"
+    assert f"note: token counts are bytes/4: {note}" in result.stderr

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from audit_helpers import assistant, canon, text_block, tokens_b4, user, write_jsonl
 
-from agent_reminders import AgentRemindersError, AuditError
+from agent_reminders import AgentRemindersError, AuditError, Transcript
 from agent_reminders.audit import audit_file, audit_requests
 
 SYSTEM = "You are a careful coding agent."
@@ -211,3 +211,12 @@ def test_tool_use_blocks_make_an_anthropic_file() -> None:
     body = {"messages": [user("ls"), {"role": "assistant", "content": [call]}]}
     assert b4([body]).format == "anthropic"
     assert b4([{"messages": [user("x"), assistant("y")]}]).format == "openai_chat"
+
+
+def test_bodies_built_in_python_may_hold_tuples_and_read_only_views() -> None:
+    transcript = Transcript().append(user("hi")).append(assistant("yo"))
+    line = {"session_id": "s", "system": SYSTEM, "messages": transcript.messages}
+    report = b4([line, {"session_id": "s", "system": SYSTEM, "messages": (user("hi"),)}])
+    assert [(b.request, b.reason) for b in report.prefix_breaks] == [(1, "messages_removed")]
+    with pytest.raises(AuditError, match=r"messages\[0\] must be a JSON object, not set"):
+        b4([{"messages": [{"a", "b"}]}])

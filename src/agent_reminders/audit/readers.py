@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -182,10 +182,20 @@ def _objects(value: Any, name: str, where: str) -> list[Any]:
 
 
 def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    return names.get(type(value), "a number")
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    kinds.update({int: "a number", float: "a number", type(None): "null"})
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _lists(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``body`` with its top-level sequences as lists (a request built in Python may hold a
+    tuple or a read-only view such as ``ModelRequest.messages``)."""
+    found = {
+        key: list(value)
+        for key, value in body.items()
+        if isinstance(value, Sequence) and not isinstance(value, str | bytes | list)
+    }
+    return {**body, **found} if found else body
 
 
 def _tools(body: Mapping[str, Any], where: str) -> Piece | None:
@@ -383,6 +393,7 @@ class RequestReader:
         try:
             if not isinstance(body, Mapping):
                 raise AuditError(f"{where}: not a JSON object but {_kind(body)}")
+            body = _lists(body)
             shapes = _shapes(body, where, auto=self.option == "auto")
             left = self._left & shapes
             if not left:
