@@ -140,11 +140,11 @@ def test_blank_lines_a_bom_and_line_separators_in_strings(tmp_path: Path) -> Non
         (['{"system": [3], "messages": []}'], 1, "system[0] must be a JSON object, not a number"),
         (['{"session_id": 3, "messages": []}'], 1, "session_id must be a string"),
         (['{"session_id": "s", "system": [], "messages": []}'], 1, "system must be a string"),
-        (['{"messages": []}', '{"input": "hi"}'], 2, "in a file of"),
+        (['{"messages": []}', '{"input": "hi"}'], 2, "a request of another format"),
         (
             ['{"system": "s", "messages": []}', '{"messages": [{"role": "tool"}]}'],
             2,
-            "OpenAI Chat Completions request in a file of Anthropic Messages requests",
+            "format (OpenAI Chat Completions) than the lines before it (Anthropic Messages)",
         ),
         (
             ['{"system": "s", "messages": [{"role": "system", "content": "x"}]}'],

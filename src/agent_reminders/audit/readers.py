@@ -413,8 +413,8 @@ class RequestReader:
         if self.option == "auto":
             wanted = " or ".join(sorted(_NAMES[s] for s in self._left))
             return (
-                f"{where}: a {found} request in a file of {wanted} requests (the format is "
-                "detected per file; --format picks one)"
+                f"{where}: a request of another format ({found}) than the lines before it "
+                f"({wanted}); the format is detected per file, --format picks one"
             )
         return f"{where}: not a request of --format {self.option} (it looks like {found})"
 
