@@ -139,6 +139,7 @@ def test_readme_example_runs() -> None:
         "docs/pydantic-ai.md",
         "docs/openai-agents.md",
         "docs/protocol.md",
+        "docs/audit.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:
