@@ -46,6 +46,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/langchain_overhead.py
 	$(BIN)/python bench/pydantic_ai_overhead.py
 	$(BIN)/python bench/openai_agents_overhead.py
+	$(BIN)/python bench/bridge.py
+	$(BIN)/python bench/crash.py
+	$(BIN)/python bench/audit_speed.py
 	$(BIN)/python bench/cache.py
 
 $(LIVE_STAMP):
