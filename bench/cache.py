@@ -251,7 +251,8 @@ being a prefix of the next — which also makes its final prompt the longest.
 """
     if found:
         body += f"""
-The library alone on other sessions of {args.turns} turns (same seed): the directive overhead \
+The library alone on other sessions of {args.turns} turns (same seed; a schedule's own random \
+draws change the content too): the directive overhead \
 is the kept envelopes' share of the prompt (about 55 tokens each), so it follows the number \
 of reminders per token of conversation; reuse and uncached ÷ ideal do not change.
 
