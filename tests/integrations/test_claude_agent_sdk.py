@@ -123,6 +123,14 @@ async def test_an_in_process_session_answers_every_event(tmp_path: Path) -> None
     assert "Never edit gen/." in handed
     assert "Parent-only note." not in handed
 
+    # after a compaction the CLI does run the SessionStart callback: restate what survives
+    compacted = {**base(tmp_path), "transcript_path": "", "hook_event_name": "SessionStart"}
+    compacted["source"] = "compact"
+    after = context(await callback(hooks, "SessionStart")(compacted, None, {}), "SessionStart")
+    assert "Never edit gen/." in after
+    assert f"Primary workspace root: {tmp_path}" in after
+    assert "release branch" not in after
+
 
 @pytest.mark.anyio
 async def test_system_reminder_style_and_nothing_for_a_passing_run(tmp_path: Path) -> None:

@@ -270,7 +270,7 @@ def test_a_messages_request_with_stream_true_gets_the_sse_events() -> None:
                 line[7:] for line in raw.read().decode().splitlines() if line[:7] == "event: "
             ]
     assert first.stop_reason == "tool_use"
-    assert [(b.type, b.name, b.input) for b in first.content] == [  # type: ignore[union-attr]
+    assert [(b.type, b.name, b.input) for b in first.content] == [
         ("tool_use", "Bash", {"command": "pytest -q"})
     ]
     assert second.stop_reason == "end_turn"
