@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/loop_overhead.py
 	$(BIN)/python bench/langchain_overhead.py
+	$(BIN)/python bench/claude_code_hook.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)
