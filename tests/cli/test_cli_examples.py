@@ -95,6 +95,7 @@ def test_readme_example_runs() -> None:
         "docs/models.md",
         "docs/bridge.md",
         "docs/langchain.md",
+        "docs/claude-code.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:

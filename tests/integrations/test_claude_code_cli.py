@@ -10,6 +10,8 @@ first prompt, a reminder pushed with ``agent-reminders remind --session latest``
 prompt, ``/compact``, and one more prompt; the tests read what reached the model.
 
 Opt-in (``AGENT_REMINDERS_SLOW=1``, which CI sets): the first run downloads about 400 MB.
+``AGENT_REMINDERS_CLAUDE_CODE_CAPTURE=FILE`` also writes every model request to FILE (the
+example in ``docs/claude-code.md`` comes from there).
 """
 
 from __future__ import annotations
@@ -254,6 +256,10 @@ def scenario(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario
         claude_p("/compact", "--resume", session_id)
         claude_p("carry on", "--resume", session_id)
         left = json.loads(_cli(env, project, *pending))
+    capture = os.environ.get("AGENT_REMINDERS_CLAUDE_CODE_CAPTURE")
+    if capture:  # what the model was sent, for docs/claude-code.md
+        dump = [{"prompt": r.prompt, "requests": r.requests} for r in runs]
+        Path(capture).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
     return Scenario(project, session_id, runs, pushed_id, queued, left)
 
 
