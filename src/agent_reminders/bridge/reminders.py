@@ -70,7 +70,14 @@ def _only_item(queue: InjectionQueue) -> QueueItem:
 
 
 async def _store_item(bridge: Bridge, session_id: str, item: QueueItem) -> None:
-    await bridge.store.enqueue(session_id, item, max_pending=bridge.settings.max_pending)
+    live = bridge.live.get(session_id)
+    if live is not None:
+        live.expect(item.id)  # offered below: the running prompt need not look it up
+    try:
+        await bridge.store.enqueue(session_id, item, max_pending=bridge.settings.max_pending)
+    finally:
+        if live is not None:
+            live.forget(item.id)
     live = bridge.live.get(session_id)
     if live is not None:
         live.offer(item)
