@@ -94,6 +94,7 @@ def test_readme_example_runs() -> None:
         "docs/wire-formats.md",
         "docs/models.md",
         "docs/bridge.md",
+        "docs/many-workers.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:
