@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/turn_cost.py
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/loop_overhead.py
+	$(BIN)/python bench/workers.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)

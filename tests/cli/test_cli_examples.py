@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,23 @@ def test_turn_cost_benchmark_runs(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert "| 10,000 | 20 |" in text
     assert "Growth ratio t(10k)/t(100)" in text
+
+
+def test_workers_benchmark_runs(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("no redis-server binary on PATH (apt-get install redis-server)")
+    out = tmp_path / "results.md"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "workers.py"), "--quick", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = [line.split(" | ")[:2] for line in text.splitlines() if line.startswith("| ")]
+    assert rows[1:] == [["| sqlite", "1"], ["| redis", "1"], ["| redis", "2"]]
 
 
 def test_readme_example_runs() -> None:
