@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_reminders import ConfigError, ModelRequest
+from agent_reminders import ConfigError, ModelRequest, StoreError
 from agent_reminders.bridge import Bridge, BridgeClient, BridgeSettings, RpcError, load_settings
 from agent_reminders.storage import MemoryData, MemoryStore, RedisStore, SQLiteStore, Store
 from agent_reminders.testing import FunctionModel
@@ -246,3 +246,61 @@ def test_lease_seconds_comes_from_the_config(tmp_path: Path) -> None:
     path.write_text("[server]\nlease_seconds = 2.5\n")
     assert load_settings(path).lease_seconds == 2.5
     assert load_settings(None).lease_seconds == 30
+
+
+class FlakyStore(MemoryStore):
+    """A store whose lease renewals, lease release and waits fail the first time each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: list[str] = []
+
+    def _fail_once(self, what: str) -> None:
+        if what not in self.failed:
+            self.failed.append(what)
+            raise StoreError(f"the store fell over ({what})")
+
+    async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
+        self._fail_once("renew")
+        return await super().renew(session_id, owner, ttl_seconds)
+
+    async def release(self, session_id: str, owner: str) -> bool:
+        self._fail_once("release")
+        return await super().release(session_id, owner)
+
+    async def wait_for_items(self, session_id: str, timeout: float, **kw: Any) -> bool:
+        self._fail_once("wait_for_items")
+        return await super().wait_for_items(session_id, timeout, **kw)
+
+
+async def test_store_failures_under_the_lease_and_the_watcher_do_not_end_the_prompt(
+    connect: Callable[[Bridge], BridgeClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FlakyStore()
+    lease = 0.15
+
+    async def model(request: ModelRequest) -> str:
+        # past two renewals (the first fails) and the watcher's retry
+        await _until(lambda: sorted(store.failed) == ["renew", "wait_for_items"])
+        await anyio.sleep(lease * 2)
+        assert await store.claim(request.session_id, "other", 30) == "worker-a"
+        return "Done."
+
+    a = _worker(store, "worker-a", model, lease_seconds=lease)
+    client = connect(a)
+    sid = await client.new_session()
+    with caplog.at_level("WARNING", logger="agent_reminders.bridge"):
+        assert await client.prompt(sid, "go") == "end_turn"
+    assert sorted(store.failed) == ["release", "renew", "wait_for_items"]
+    said = caplog.text
+    assert "renewing the lease of worker-a failed" in said
+    assert "watching the store failed" in said
+    assert "releasing worker-a's lease failed" in said
+    # the release failed: the lease runs out by itself, then the session is free
+    await _until(lambda: _free(store, sid))
+
+
+async def _free(store: Store, session_id: str) -> bool:
+    if await store.claim(session_id, "probe", 30) is None:
+        return await store.release(session_id, "probe")
+    return False
