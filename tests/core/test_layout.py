@@ -21,6 +21,7 @@ CORE = PACKAGE / "_core"
 # Every public module path the spec names, plus the public subpackages of the layout.
 PUBLIC_MODULES = [
     "agent_reminders",
+    "agent_reminders.audit",
     "agent_reminders.bridge",
     "agent_reminders.cli",
     "agent_reminders.config",
@@ -31,7 +32,10 @@ PUBLIC_MODULES = [
     "agent_reminders.integrations.anthropic",
     "agent_reminders.integrations.driver",
     "agent_reminders.integrations.gemini",
+    "agent_reminders.integrations.langchain",
     "agent_reminders.integrations.openai",
+    "agent_reminders.integrations.pydantic_ai",
+    "agent_reminders.integrations.openai_agents",
     "agent_reminders.loop",
     "agent_reminders.models",
     "agent_reminders.models.anthropic",

@@ -33,6 +33,7 @@ __all__ = [
     "ToolReceipt",
     "ToolResult",
     "agent_loop",
+    "blocked_result",
     "budget_payload",
     "fire_event",
     "fire_event_sync",
@@ -124,6 +125,11 @@ def budget_payload(
         "context_window": context_window,
         "model": model,
     }
+
+
+def blocked_result(reason: str) -> ToolResult:
+    """The result of a tool call that a ``pre`` hook blocked: the model is told why."""
+    return ToolResult(content=f"Tool call blocked: {reason}", ok=False)
 
 
 def neutralized(result: ToolResult) -> ToolResult:
@@ -221,7 +227,7 @@ class _Run:
                     call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
         tool = self.tools.get(call.name)
         if blocked is not None:
-            result = ToolResult(content=f"Tool call blocked: {blocked}", ok=False)
+            result = blocked_result(blocked)
         elif tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             result = ToolResult(
