@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/audit_speed.py
 	$(BIN)/python bench/cache.py
 	$(BIN)/python bench/claude_code_hook.py
+	$(BIN)/python bench/workers.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)

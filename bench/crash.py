@@ -44,6 +44,7 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
             "prompts completed / rounds killed mid-prompt",
             f"{figures.prompts:,} / {figures.killed_mid_prompt:,}",
         ),
+        ("prompts refused while a killed server's lease ran out (`-32006`)", f"{figures.busy:,}"),
         ("**lost** (acknowledged, then missing)", f"**{len(figures.lost)}**"),
         ("**duplicated** (twice, or pending and delivered)", f"**{len(figures.duplicated)}**"),
         ("**integrity failures**", f"**{len(figures.integrity_failures)}**"),

@@ -18,6 +18,10 @@ delay, then check the file it left:
 - after the restart, ``session/pending_injections`` on the new server lists exactly what the
   public ``SQLiteStore`` read from the file.
 
+A server killed mid-prompt leaves its lease on the session (06 §3): the next server's prompts
+are refused with ``-32006`` naming the dead worker until the lease expires, so the servers run
+with a short ``lease_seconds`` and those refusals are counted (``busy``), not failures.
+
 ``tests/bridge/test_crash.py`` runs a few dozen rounds, ``bench/crash.py`` a hundred and
 more and reports the figures.
 """
@@ -55,6 +59,8 @@ SCRIPT = [
     {"tool_calls": [{"id": "c1", "name": "grep", "arguments": {"q": "todo"}}]},
     {"content": "Checked."},
 ]
+# a killed server's lease on the session runs out this fast, so the next round can prompt
+LEASE_SECONDS = 0.5
 
 
 def serve_env() -> dict[str, str]:
@@ -172,6 +178,7 @@ class Figures:
     prompts: int = 0
     retries_confirmed: int = 0
     refused: int = 0  # -32005 queue full: a correct answer, counted, the id must be absent
+    busy: int = 0  # -32006 from a killed server's lease not yet expired: a correct answer
     lost: dict[str, str] = field(default_factory=dict)  # id → where it was first missed
     duplicated: dict[str, str] = field(default_factory=dict)
     integrity_failures: list[str] = field(default_factory=list)
@@ -225,6 +232,8 @@ class CrashRun:
         self.db = workdir / "state.db"
         self.script = workdir / "script.jsonl"
         self.script.write_text("".join(json.dumps(s) + "\n" for s in SCRIPT))
+        self.config = workdir / "serve.toml"
+        self.config.write_text(f"[server]\nlease_seconds = {LEASE_SECONDS}\n")
         self.rng = random.Random(seed)
         self.max_delay = max_delay
         self.window = window
@@ -263,7 +272,13 @@ class CrashRun:
         round_no = figures.rounds
         figures.rounds += 1
         server = ServeProcess(
-            "--store", f"sqlite:{self.db}", "--model", f"scripted:{self.script}", cwd=self.workdir
+            "--store",
+            f"sqlite:{self.db}",
+            "--model",
+            f"scripted:{self.script}",
+            "--config",
+            str(self.config),
+            cwd=self.workdir,
         )
         try:
             server.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -303,10 +318,14 @@ class CrashRun:
             kind, params = in_flight.pop(message["id"])
             if kind == "prompt":
                 prompt_running = False
-                if "result" in message:
+                error = message.get("error")
+                if error is None:
                     figures.prompts += 1
+                elif error["code"] == -32006 and error["data"]["owner"] not in server.stderr:
+                    figures.busy += 1  # an earlier, killed server's lease: try again soon
+                    since_prompt = 30
                 else:
-                    figures.unexpected.append(f"prompt failed: {message['error']}")
+                    figures.unexpected.append(f"prompt failed: {error}")
                 return
             rid = params.get("id")
             if "result" in message:

@@ -33,7 +33,6 @@ import os
 import queue
 import re
 import shlex
-import socket
 import threading
 import tomllib
 from collections.abc import AsyncIterator, Iterator
@@ -51,6 +50,7 @@ from websockets.exceptions import ConnectionClosed
 import agent_reminders
 from agent_reminders.bridge import Bridge, load_settings
 from agent_reminders.bridge import errors as rpc_errors
+from agent_reminders.bridge.lease import new_worker_id
 from agent_reminders.bridge.stdio import serve_stdio
 from agent_reminders.bridge.ws import serve_ws
 from agent_reminders.cli import app
@@ -160,7 +160,8 @@ class Bindings:
     placeholder may also sit inside a longer string (an error message naming a session)."""
 
     def __init__(self) -> None:
-        owner = f"{socket.gethostname()}:{os.getpid()}"
+        # every server of a scene runs under this worker id (HOST:PID:RANDOM)
+        owner = new_worker_id()
         self.fixed: dict[str, str] = {"version": agent_reminders.__version__, "owner": owner}
         self.ids: dict[str, str] = {}
 
@@ -395,7 +396,8 @@ class Scene:
         )
         model = None if options.model is None else Gate(parse_model_spec(options.model))
         store = await self.stack.enter_async_context(await open_store(options.store))
-        server = Server(Bridge(store, model=model, settings=settings), model)
+        owner = self.bindings.fixed["owner"]
+        server = Server(Bridge(store, model=model, settings=settings, worker_id=owner), model)
         self.registered |= set(server.bridge.methods)
         if options.ws is None:
             assert self.stdio is None, f"{where}: two stdio servers in one scene"

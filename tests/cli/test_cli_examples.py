@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,23 @@ def test_bridge_benchmark_runs(tmp_path: Path) -> None:
     assert "| `MemoryStore` |" in text
 
 
+def test_workers_benchmark_runs(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("no redis-server binary on PATH (apt-get install redis-server)")
+    out = tmp_path / "results.md"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "workers.py"), "--quick", "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    rows = [line.split(" | ")[:2] for line in text.splitlines() if line.startswith("| ")]
+    assert rows[1:] == [["| sqlite", "1"], ["| redis", "1"], ["| redis", "2"]]
+
+
 def test_readme_example_runs() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
@@ -143,6 +161,7 @@ def test_readme_example_runs() -> None:
         "docs/index.md",
         "docs/security.md",
         "docs/claude-code.md",
+        "docs/many-workers.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:

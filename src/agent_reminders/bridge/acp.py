@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from .auth import Scope
 from .config import BridgeSettings
 from .dispatcher import Handler
 from .errors import INTERNAL_ERROR, SCOPE_DENIED, RpcError, SessionBusyError, invalid_params
+from .lease import beside, hold_lease, new_worker_id
 from .limits import TokenBucket
 from .live import LivePrompt
 from .prompt import PromptRun
@@ -125,6 +124,10 @@ def _prompt_task(prompt: object) -> str | list[dict[str, Any]]:
 class Bridge:
     """The server: a store, a model and the sessions with a running prompt.
 
+    ``worker_id`` names this server as the owner of the sessions it prompts (06 §3; default
+    ``HOST:PID:RANDOM``): a prompt holds the session's lease in the store, so a second
+    worker on the same store answers ``-32006`` with ``data.owner`` naming this one.
+
     Example:
         >>> import anyio
         >>> from agent_reminders.storage import MemoryStore
@@ -151,7 +154,7 @@ class Bridge:
         self.store = store
         self.model = model
         self.settings = settings or BridgeSettings()
-        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = worker_id or new_worker_id()
         self.live: dict[str, LivePrompt] = {}
         self.durable = not isinstance(store, MemoryStore)
         methods: dict[str, Handler] = {
@@ -265,10 +268,14 @@ class Bridge:
         live = LivePrompt()
         self.live[sid] = live
         try:
-            session = await self._load(sid)
-            live.attach(session)
-            run = PromptRun(self, session, live, connection)
-            return {"stopReason": await run.run(task)}
+            # one worker at a time (06 §3): the store's lease, held while the prompt runs
+            lease = self.settings.lease_seconds
+            async with hold_lease(self.store, sid, self.worker_id, lease, lost=live.cancel):
+                session = await self._load(sid)
+                live.attach(session)
+                async with beside(live.watch, self.store):
+                    run = PromptRun(self, session, live, connection)
+                    return {"stopReason": await run.run(task)}
         finally:
             del self.live[sid]
 

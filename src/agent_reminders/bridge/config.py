@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,30 @@ from .._core.errors import ConfigError
 from .._core.fields import DEFAULT_MAX_BODY_BYTES
 from .auth import Scope, parse_tokens
 
-__all__ = ["BridgeSettings", "load_settings"]
+__all__ = ["BridgeSettings", "DEFAULT_LEASE_SECONDS", "MIN_LEASE_SECONDS", "load_settings"]
+
+DEFAULT_LEASE_SECONDS = 30.0
+# renewed every third of it: below this a worker would spend its time renewing
+MIN_LEASE_SECONDS = 0.1
+
+
+def check_lease_seconds(value: object, where: str) -> float:
+    """``lease_seconds`` (04 §1, 06 §3): a finite number of seconds >= ``MIN_LEASE_SECONDS``.
+
+    Raises:
+        ConfigError: naming ``where`` and the value.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < MIN_LEASE_SECONDS
+    ):
+        raise ConfigError(
+            f"{where} must be a finite number of seconds >= {MIN_LEASE_SECONDS} (how long a "
+            f"worker's claim on a session lasts without renewal); got {value!r}"
+        )
+    return float(value)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,6 +61,12 @@ class BridgeSettings:
             may take before the TCP connection is dropped.
         allowed_origins: Browser origins a WebSocket upgrade may come from.
         tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
+        lease_seconds: How long this worker's claim on a session it prompts lasts without
+            renewal (renewed every third of it while the prompt runs): a killed worker's
+            sessions can be prompted elsewhere after this long (06 §3).
+
+    Raises:
+        ConfigError: ``lease_seconds`` is not a finite number >= 0.1.
     """
 
     max_iterations: int = 25
@@ -52,10 +82,14 @@ class BridgeSettings:
     max_send_queue_bytes: int = 8 * 1024 * 1024
     send_timeout_seconds: float = 30.0
     tokens: tuple[Scope, ...] = ()
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+
+    def __post_init__(self) -> None:
+        value = check_lease_seconds(self.lease_seconds, "lease_seconds")
+        object.__setattr__(self, "lease_seconds", value)
 
 
-# The [server] keys of 04 §1; the ones this version does not use yet are accepted (they
-# belong to the WebSocket transport and to many workers).
+# The [server] keys of 04 §1.
 _SERVER_KEYS = {
     "allowed_origins": list,
     "max_frame_bytes": int,
@@ -72,6 +106,7 @@ _APPLIED = {
     "max_frame_bytes": "max_frame_bytes",
     "max_body_bytes": "max_body_bytes",
     "max_pending_per_session": "max_pending",
+    "lease_seconds": "lease_seconds",
 }
 
 
@@ -101,6 +136,8 @@ def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
             if kind is None:
                 known = ", ".join(sorted(_SERVER_KEYS))
                 raise ConfigError(f"config {path}: unknown key server.{key}; known: {known}")
+            if key == "lease_seconds":
+                check_lease_seconds(value, f"config {path}: server.lease_seconds")
             positive = not isinstance(value, int | float) or value > 0
             if not isinstance(value, kind) or isinstance(value, bool) or not positive:
                 raise ConfigError(f"config {path}: server.{key} has a bad value {value!r}")

@@ -64,7 +64,9 @@ def serve(
     """Run an agent as an ACP-style JSON-RPC server on stdin/stdout (logs on stderr).
 
     The store is opened (and migrated) before the first frame is read: a store that cannot
-    be opened ends the command at once with one line on stderr.
+    be opened ends the command at once with one line on stderr. Then one line names this
+    worker (``worker HOST:PID:RANDOM (RedisStore)``): the owner other workers on the same
+    store report while it prompts a session (``-32006``, ``data.owner``).
     """
     import anyio
 
@@ -85,13 +87,17 @@ def serve(
         opened = await open_store(store)
         async with opened:
             bridge = Bridge(opened, model=chosen, settings=settings)
+            # the id other workers name in -32006 (data.owner) while this one prompts
+            worker = f"worker {bridge.worker_id} ({type(opened).__name__})"
             if address is None:
+                print(worker, file=sys.stderr, flush=True)
                 await serve_stdio(bridge)
             else:
                 from ..bridge.ws import serve_ws
 
                 def ready(port: int) -> None:
                     print(f"listening on ws://{address[0]}:{port}/", file=sys.stderr, flush=True)
+                    print(worker, file=sys.stderr, flush=True)
 
                 await serve_ws(bridge, address[0], address[1], ready=ready)
 

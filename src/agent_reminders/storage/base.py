@@ -9,7 +9,7 @@ checks that, unchanged, against each of them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -111,8 +111,10 @@ class Store(Protocol):
     - ``revoke(session_id, reminder_id)`` → ``"revoked"`` | ``"already_revoked"``;
       ``QueueError`` with ``reason`` ``already_delivered``, ``unknown_reminder_id`` or
       ``missing_reminder_id``.
-    - ``wait_for_items(session_id, timeout, *, modes=None)`` → ``True`` as soon as something
-      (of those modes) is pending, ``False`` after ``timeout`` seconds.
+    - ``wait_for_items(session_id, timeout, *, modes=None, ignore=())`` → ``True`` as soon as
+      something (of those modes, with an id not in ``ignore``) is pending, ``False`` after
+      ``timeout`` seconds. ``ignore`` is read at each look, so a live container works: a
+      running prompt passes what it already holds and waits only for what is new.
 
     The event log: ``append_events(session_id, records)`` stores records under the store's
     own per-session ``seq`` (1, 2, …) and returns them so numbered;
@@ -188,8 +190,10 @@ class Store(Protocol):
         timeout: float,
         *,
         modes: Iterable[DeliveryMode | str] | None = None,
+        ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds."""
+        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        ``timeout`` seconds."""
         ...
 
     async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,8 +277,10 @@ class MemoryStore:
         timeout: float,
         *,
         modes: Iterable[DeliveryMode | str] | None = None,
+        ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds."""
+        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        ``timeout`` seconds."""
         wanted = None if modes is None else codec.check_modes(modes)
         data = self._open()
 
@@ -286,7 +288,9 @@ class MemoryStore:
             with data.lock:
                 record = self._session(session_id)
                 return any(
-                    r.status == "pending" and (wanted is None or r.mode in wanted)
+                    r.status == "pending"
+                    and (wanted is None or r.mode in wanted)
+                    and r.id not in ignore
                     for r in record.queue.values()
                 )
 

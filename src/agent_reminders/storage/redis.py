@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -692,12 +692,14 @@ class RedisStore:
             # settled meanwhile (a drain on another worker): decide again on what it is now
         raise self._gave_up(sid)
 
-    async def _has_items(self, session_id: str, wanted: frozenset[str] | None) -> bool:
-        if wanted is None:
-            (count,) = await self._read(session_id, ("LLEN", "queue"))
-            return bool(count)
-        (modes,) = await self._read(session_id, ("HVALS", "modes"))
-        return any(m in wanted for m in modes)
+    async def _has_items(
+        self, session_id: str, wanted: frozenset[str] | None, ignore: Container[str]
+    ) -> bool:
+        (modes,) = await self._read(session_id, ("HGETALL", "modes"))
+        return any(
+            (wanted is None or mode in wanted) and item_id not in ignore
+            for item_id, mode in modes.items()
+        )
 
     async def wait_for_items(
         self,
@@ -705,8 +707,10 @@ class RedisStore:
         timeout: float,
         *,
         modes: Iterable[DeliveryMode | str] | None = None,
+        ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds.
+        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        ``timeout`` seconds.
 
         Subscribes to the session's channel, then looks; every ``enqueue`` — by any worker —
         publishes there, so the wait ends as soon as an item is queued. Without a message it
@@ -715,7 +719,7 @@ class RedisStore:
         sid = codec.check_session_id(session_id)
         wanted = None if modes is None else frozenset(m.value for m in codec.check_modes(modes))
         limit = check_timeout(timeout)
-        if await self._has_items(sid, wanted):
+        if await self._has_items(sid, wanted, ignore):
             return True
         if limit <= 0:
             return False
@@ -726,7 +730,7 @@ class RedisStore:
                 await self._subscribed(pubsub, deadline)
                 while True:
                     # subscribed before this look: an item queued after it publishes to us
-                    if await self._has_items(sid, wanted):
+                    if await self._has_items(sid, wanted, ignore):
                         return True
                     remaining = deadline - anyio.current_time()
                     if remaining <= 0:

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -703,8 +703,10 @@ class SQLiteStore:
         timeout: float,
         *,
         modes: Iterable[DeliveryMode | str] | None = None,
+        ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``) is pending, at most ``timeout`` seconds.
+        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        ``timeout`` seconds.
 
         Woken at once by an ``enqueue`` through this store object; items queued by other
         objects or processes are seen within ``poll_interval``.
@@ -714,12 +716,12 @@ class SQLiteStore:
 
         def look(db: sqlite3.Connection) -> bool:
             self._exists(db, sid)
-            sql = "SELECT 1 FROM queue WHERE session_id = ? AND status = 'pending'"
+            sql = "SELECT item_id FROM queue WHERE session_id = ? AND status = 'pending'"
             args: list[str] = [sid]
             if wanted is not None:
                 sql += f" AND mode IN ({', '.join('?' for _ in wanted)})"
                 args += wanted
-            return db.execute(f"{sql} LIMIT 1", args).fetchone() is not None
+            return any(row[0] not in ignore for row in db.execute(sql, args))
 
         async def check() -> bool:
             return await self._call(look)

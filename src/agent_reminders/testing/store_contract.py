@@ -509,6 +509,29 @@ class StoreContract:
         assert await store.wait_for_items("s1", 0, modes=["queue"]) is True
         await store.close()
 
+    async def test_wait_for_items_waits_only_for_ids_not_ignored(
+        self, store_factory: StoreFactory
+    ) -> None:
+        # a running prompt waits for what is new, not for what its live queue already holds
+        store = await self.fresh(store_factory)
+        held, new = queue_items("already held", "queued meanwhile")
+        await store.enqueue("s1", held)
+        known = {held.id}
+        assert await store.wait_for_items("s1", 0.01, ignore=known) is False
+
+        async def later() -> None:
+            await anyio.sleep(0.05)
+            await store.enqueue("s1", new)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(later)
+            with anyio.fail_after(5):
+                assert await store.wait_for_items("s1", 10, ignore=known) is True
+        known.add(new.id)  # read at each look: the caller's set as it is now
+        assert await store.wait_for_items("s1", 0, ignore=known) is False
+        assert await store.wait_for_items("s1", 0) is True
+        await store.close()
+
     # -- leases -----------------------------------------------------------------------------
 
     async def test_a_lease_has_one_owner(self, store_factory: StoreFactory) -> None:
