@@ -41,6 +41,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/langchain_overhead.py
 	$(BIN)/python bench/pydantic_ai_overhead.py
 	$(BIN)/python bench/openai_agents_overhead.py
+	$(BIN)/python bench/bridge.py
+	$(BIN)/python bench/crash.py
+	$(BIN)/python bench/audit_speed.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)

@@ -20,6 +20,7 @@ from ._core.envelope import (
 )
 from ._core.errors import (
     AgentRemindersError,
+    AuditError,
     BridgeConnectionError,
     ConfigError,
     Diagnostic,
@@ -72,6 +73,7 @@ from .session import SeamResult, Session, SessionState
 
 __all__ = [
     "AgentRemindersError",
+    "AuditError",
     "Authority",
     "BridgeConnectionError",
     "Cleared",

@@ -195,6 +195,24 @@ class InjectionQueue:
         ``grant`` lowers the authority allowed for this call (a bridge token's
         ``max_authority``); it can never exceed the queue's own ``max_authority``.
         """
+        return self._push(self.reminder_item(payload, mode=mode, grant=grant))
+
+    def reminder_item(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        mode: str | None = None,
+        grant: Authority | str | None = None,
+    ) -> QueueItem:
+        """The item :meth:`remind` would queue, validated the same way, without queueing it
+        (for a caller that stores it elsewhere, as the bridge does in a store).
+
+        Example:
+            >>> q = InjectionQueue()
+            >>> item = q.reminder_item({"body": "CI is red"}, mode="queue")
+            >>> item.mode.value, item.payload["body"], len(q)
+            ('audit_only', 'CI is red', 0)
+        """
         limit = self.max_authority
         if grant is not None:
             asked = coerce_enum(Authority, grant, "grant")
@@ -203,16 +221,20 @@ class InjectionQueue:
         fields = validate_reminder_payload(payload, grant=limit, max_body_bytes=self.max_body_bytes)
         resolved = normalize_mode(mode)
         fields["id"] = fields["id"] or self._new_id()
-        return self._push(
-            QueueItem(kind="reminder", id=fields["id"], mode=resolved, payload=fields)
-        )
+        return QueueItem(kind="reminder", id=fields["id"], mode=resolved, payload=fields)
 
     def inject(self, content: str | list[dict[str, Any]], *, mode: str | None = None) -> str:
         """Queue a user message (a string or content blocks); returns its id."""
+        return self._push(self.user_item(content, mode=mode))
+
+    def user_item(
+        self, content: str | list[dict[str, Any]], *, mode: str | None = None
+    ) -> QueueItem:
+        """The item :meth:`inject` would queue, validated the same way, without queueing it."""
         checked = _check_content(content)
         resolved = normalize_mode(mode)
-        return self._push(
-            QueueItem(kind="user", id=self._new_id(), mode=resolved, payload={"content": checked})
+        return QueueItem(
+            kind="user", id=self._new_id(), mode=resolved, payload={"content": checked}
         )
 
     def pending(self) -> list[dict[str, Any]]:

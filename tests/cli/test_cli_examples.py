@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,46 @@ def test_turn_cost_benchmark_runs(tmp_path: Path) -> None:
     assert "Growth ratio t(10k)/t(100)" in text
 
 
+def test_bridge_benchmark_runs(tmp_path: Path) -> None:
+    """bench/bridge.py end to end with tiny rounds: real servers in subprocesses, real
+    WebSocket clients; the figures have their shape and every acknowledged remind is stored."""
+    out = tmp_path / "results.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bridge.py"),
+            "--rounds",
+            "1",
+            "--requests",
+            "50",
+            "--sessions",
+            "5",
+            "--json",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert sorted(figures["clients"], key=int) == ["1", "10", "50"]
+    for row in figures["clients"].values():
+        for kind in ("bridge", "echo"):
+            assert row[kind]["throughput"] > 0
+            assert 0 < row[kind]["p50_ms"] <= row[kind]["p99_ms"]
+        assert row["ratio"] == row["bridge"]["throughput"] / row["echo"]["throughput"]
+        assert row["echo"]["reply_bytes"] == row["echo"]["request_bytes"]  # sent back as is
+    assert figures["stored"] == figures["acknowledged"] > 0
+    assert set(figures["bytes_per_idle_session"]) == {"sqlite", "memory"}
+    text = out.read_text(encoding="utf-8")
+    assert "## Bridge over WebSocket (`bench/bridge.py`)" in text
+    assert "| clients | bridge reminds/s |" in text
+    assert "| `MemoryStore` |" in text
+
+
 def test_readme_example_runs() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
@@ -98,6 +139,7 @@ def test_readme_example_runs() -> None:
         "docs/pydantic-ai.md",
         "docs/openai-agents.md",
         "docs/protocol.md",
+        "docs/audit.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:

@@ -21,6 +21,7 @@ CORE = PACKAGE / "_core"
 # Every public module path the spec names, plus the public subpackages of the layout.
 PUBLIC_MODULES = [
     "agent_reminders",
+    "agent_reminders.audit",
     "agent_reminders.bridge",
     "agent_reminders.cli",
     "agent_reminders.config",

@@ -1050,3 +1050,28 @@ def test_ttl_one_reaches_exactly_one_request() -> None:
     assert json.dumps(list(request_next.messages)).count("ONE-TURN-ONLY") == 1
     fired = [r for r in log.records if r.kind == FIRED and r.payload.get("reminder_id") == rid]
     assert [r.payload["turn_number"] for r in fired] == [t]
+
+
+def test_items_built_without_queueing_match_what_the_queue_holds() -> None:
+    """``reminder_item`` / ``user_item`` validate exactly as ``remind`` / ``inject`` and
+    return the item those would queue, leaving the queue empty (the bridge stores them)."""
+    ids = iter(["r1", "r1", "u1", "u1"])
+    built = InjectionQueue(max_authority="advisory", id_factory=lambda: next(ids))
+    queued = InjectionQueue(max_authority="advisory", id_factory=lambda: next(ids))
+    payload = {"body": "CI is red", "tags": ["ci"], "ttl_turns": 2}
+    item = built.reminder_item(payload, mode="steer")
+    queued.remind(payload, mode="steer")
+    assert len(built) == 0
+    assert queued.state().items == (item,)
+    user = built.user_item("look at the log", mode="queue")
+    queued.inject("look at the log", mode="queue")
+    assert len(built) == 0
+    assert queued.state().items[1] == user
+    with pytest.raises(ReminderError) as caught:
+        built.reminder_item({"body": "x", "authority": "contract"})
+    assert caught.value.code == "RMD-009"
+    with pytest.raises(ReminderError) as caught:
+        built.reminder_item({"body": "x"}, mode="later")
+    assert caught.value.code == "RMD-002"
+    with pytest.raises(ReminderError):
+        built.user_item("   ")

@@ -9,14 +9,24 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
-from agent_reminders import ConfigError, Session, StoreError
+from agent_reminders import (
+    AgentRemindersError,
+    ConfigError,
+    InjectionQueue,
+    QueueError,
+    QueueItem,
+    ReminderError,
+    Session,
+    StoreError,
+)
 from agent_reminders.facts import FactStore
-from agent_reminders.storage import SCHEMA_VERSION, SQLiteStore
+from agent_reminders.storage import SCHEMA_VERSION, SQLiteStore, UnknownSessionError
 from agent_reminders.storage.sqlite import MIGRATIONS
 from agent_reminders.testing.store_contract import queue_items
 
@@ -258,6 +268,88 @@ async def test_calls_wait_for_the_lock_off_the_event_loop(tmp_path: Path) -> Non
     other.close()
     assert waited >= 0.25
     assert ticks >= 10  # the loop kept running while the store waited
+    await store.close()
+
+
+def _reminder(body: str, rid: str | None = None) -> QueueItem:
+    payload = {"body": body} if rid is None else {"body": body, "id": rid}
+    return InjectionQueue().reminder_item(payload)
+
+
+async def _outcome(call: Callable[[], Awaitable[str]], into: dict[str, object], key: str) -> None:
+    try:
+        into[key] = await call()
+    except AgentRemindersError as exc:
+        into[key] = exc
+
+
+async def test_concurrent_enqueues_share_a_commit_and_fail_one_by_one(tmp_path: Path) -> None:
+    """Enqueues that arrive while another is being written are written together (group
+    commit); a refused one fails alone, the others are acknowledged and stored, in order."""
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    await store.create_session(Session(session_id="s1").state())
+    first, second, third = (_reminder(b) for b in ("first", "second", "third"))
+    again = _reminder("same id as first", first.id)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the first write waits here; the rest queue behind it
+    got: dict[str, object] = {}
+    async with anyio.create_task_group() as tg:
+        calls = {
+            "first": lambda: store.enqueue("s1", first),
+            "again": lambda: store.enqueue("s1", again),
+            "nope": lambda: store.enqueue("nope", second),
+            "second": lambda: store.enqueue("s1", second, max_pending=2),
+            "full": lambda: store.enqueue("s1", third, max_pending=2),
+        }
+        for key, call in calls.items():
+            tg.start_soon(_outcome, call, got, key)
+            await anyio.wait_all_tasks_blocked()
+        assert got == {}  # nothing acknowledged while the write lock is held elsewhere
+        other.execute("COMMIT")
+    other.close()
+    assert got["first"] == first.id
+    assert got["second"] == second.id
+    assert isinstance(got["again"], ReminderError)
+    assert got["again"].code == "RMD-002"
+    assert isinstance(got["nope"], UnknownSessionError)
+    assert isinstance(got["full"], QueueError)
+    assert got["full"].reason == "queue_full"
+    db = sqlite3.connect(path)  # what another process sees: exactly the acknowledged rows
+    rows = db.execute("SELECT item_id FROM queue ORDER BY seq").fetchall()
+    db.close()
+    assert rows == [(first.id,), (second.id,)]
+    await store.close()
+
+
+async def test_a_cancelled_enqueue_leaves_the_others_going(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    await store.create_session(Session(session_id="s1").state())
+    items = [_reminder(f"r{i}") for i in range(4)]
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    got: dict[str, object] = {}
+    scopes = [anyio.CancelScope() for _ in items]
+
+    async def enqueue(i: int) -> None:
+        with scopes[i]:
+            got[str(i)] = await store.enqueue("s1", items[i])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(items)):
+            tg.start_soon(enqueue, i)
+            await anyio.wait_all_tasks_blocked()
+        # call 0 is writing; 1 (the next to write), 2 and 3 wait: 1 and 2 give up
+        scopes[1].cancel()
+        scopes[2].cancel()
+        await anyio.wait_all_tasks_blocked()
+        other.execute("COMMIT")
+    other.close()
+    assert got == {"0": items[0].id, "3": items[3].id}
+    assert [row["id"] for row in await store.pending("s1")] == [items[0].id, items[3].id]
+    # the group is idle again: a later call is written at once
+    assert await store.enqueue("s1", items[1]) == items[1].id
     await store.close()
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 __all__ = [
     "CODES",
     "AgentRemindersError",
+    "AuditError",
     "BridgeConnectionError",
     "ConfigError",
     "Diagnostic",
@@ -166,6 +167,17 @@ CODES: dict[str, tuple[str, str]] = {
         "ended before the reply came. The message names the server and what happened. A "
         "request that got no reply may or may not have been applied: list the queue "
         "(session/pending_injections) before sending it again.",
+    ),
+    "RMD-111": (
+        "unreadable request log",
+        "agent-reminders audit (or audit_file / audit_requests) was given input it cannot read "
+        "as successive model requests: a line that is not JSON or not a JSON object, an object "
+        "that is neither an OpenAI Chat Completions body (messages), an OpenAI Responses body "
+        "(input, instructions), an Anthropic Messages body (system, messages, tools) nor a line "
+        "of this library's request log (session_id, system, messages), a line of another format "
+        "than the rest of the file, or no request at all. The message names the line. Nothing "
+        "is reported from a partly read file: fix or drop that line, or pick the format with "
+        "--format.",
     ),
 }
 
@@ -335,6 +347,21 @@ class BridgeConnectionError(AgentRemindersError, ConnectionError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
         super().__init__("RMD-110", message)
+
+
+class AuditError(AgentRemindersError, ValueError):
+    """Input that ``audit`` cannot read as successive model requests (``RMD-111``).
+
+    Attributes:
+        line: The 1-based line of the file (or the 1-based position in the iterable of
+            requests) that is wrong, or ``None`` when the input as a whole is (no request).
+    """
+
+    line: int | None
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        self.line = line
+        super().__init__("RMD-111", message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,12 @@ class BridgeSettings:
             holding one second of requests; stdio is not limited).
         idle_timeout_seconds: A WebSocket connection without a frame this long is closed.
         max_send_queue: Messages waiting for a slow WebSocket reader before it is closed.
+        max_send_queue_bytes: Bytes waiting for a slow WebSocket reader before it is
+            closed (a message is queued while less than this waits, so one reply larger
+            than the limit still goes out).
+        send_timeout_seconds: How long one WebSocket message may take to go out (a client
+            that stops reading is closed after it), and how long the closing handshake
+            may take before the TCP connection is dropped.
         allowed_origins: Browser origins a WebSocket upgrade may come from.
         tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
     """
@@ -43,6 +49,8 @@ class BridgeSettings:
     rate_per_second: float = 200.0
     idle_timeout_seconds: float = 300.0
     max_send_queue: int = 1000
+    max_send_queue_bytes: int = 8 * 1024 * 1024
+    send_timeout_seconds: float = 30.0
     tokens: tuple[Scope, ...] = ()
 
 

@@ -3,7 +3,9 @@
 The model is wrapped: before each request goes out the session is saved (so what the seams
 drained is marked delivered in the store), the request is appended to the request log, the
 directives committed into it are announced (``reminder_emitted``) and the tool results of the
-previous step are reported; after the model answers, its text and tool calls are streamed.
+previous step are reported; after the model answers, what another process queued for the
+session meanwhile is picked up from the store (so the next seam delivers it), and the answer's
+text and tool calls are streamed.
 Every notification is awaited before the prompt's response is returned.
 """
 
@@ -125,6 +127,7 @@ class PromptRun:
             await append_request(log_path, request)
         await self.flush()
         response = await bridge.model(request)
+        await self.live.pick_up(bridge.store)
         message = response.message if isinstance(response, ModelResponse) else None
         if message is not None:
             content = message.get("content")

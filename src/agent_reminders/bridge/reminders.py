@@ -1,8 +1,9 @@
 """The reminder methods (spec 04 §3), each under its plain and its ``_``-prefixed name.
 
-Validation is the injection queue's own (``InjectionQueue.remind`` / ``inject``, the one
-implementation of 04 §3's check order): a scratch queue validates and builds the item, the
-store makes it durable, and only then does the client get its id.
+Validation is the injection queue's own (``InjectionQueue.reminder_item`` / ``user_item``,
+what ``remind`` / ``inject`` queue: the one implementation of 04 §3's check order): a scratch
+queue validates and builds the item, the store makes it durable, and only then does the client
+get its id.
 """
 
 from __future__ import annotations
@@ -64,13 +65,15 @@ def _scratch(bridge: Bridge, connection: Connection) -> InjectionQueue:
     )
 
 
-def _only_item(queue: InjectionQueue) -> QueueItem:
-    (item,) = queue.state().items
-    return item
-
-
 async def _store_item(bridge: Bridge, session_id: str, item: QueueItem) -> None:
-    await bridge.store.enqueue(session_id, item, max_pending=bridge.settings.max_pending)
+    live = bridge.live.get(session_id)
+    if live is not None:
+        live.expect(item.id)  # offered below: the running prompt need not look it up
+    try:
+        await bridge.store.enqueue(session_id, item, max_pending=bridge.settings.max_pending)
+    finally:
+        if live is not None:
+            live.forget(item.id)
     live = bridge.live.get(session_id)
     if live is not None:
         live.offer(item)
@@ -94,9 +97,10 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
             )
     else:
         reminder = {k: v for k, v in p.items() if k not in _ENVELOPE_KEYS}
-    scratch = _scratch(bridge, connection)
-    scratch.remind(reminder, mode=p.get("mode"), grant=connection.grant)
-    return {"reminderId": await _queue(bridge, p, connection, scratch)}
+    item = _scratch(bridge, connection).reminder_item(
+        reminder, mode=p.get("mode"), grant=connection.grant
+    )
+    return {"reminderId": await _queue(bridge, p, connection, item)}
 
 
 async def inject(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
@@ -106,16 +110,15 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
     if extra:
         raise ReminderError("RMD-001", f"unknown key(s): {', '.join(extra)}")
     scratch = _scratch(bridge, connection)
-    scratch.inject(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
-    return {"messageId": await _queue(bridge, p, connection, scratch)}
+    item = scratch.user_item(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
+    return {"messageId": await _queue(bridge, p, connection, item)}
 
 
 async def _queue(
-    bridge: Bridge, p: Mapping[str, Any], connection: Connection, scratch: InjectionQueue
+    bridge: Bridge, p: Mapping[str, Any], connection: Connection, item: QueueItem
 ) -> str:
-    """Store the one item a scratch queue validated into its session (durable before the
+    """Store an item a scratch queue validated into its session (durable before the
     reply); returns the item's id."""
-    item = _only_item(scratch)
     session_id = await resolve_session_id(bridge, p, connection)
     await _store_item(bridge, session_id, item)
     return item.id

@@ -23,6 +23,18 @@ from .limits import TokenBucket
 __all__ = ["serve_ws"]
 
 log = logging.getLogger("agent_reminders.bridge")
+POLICY_VIOLATION = 1008  # the close code for a client that does not read its replies
+
+
+async def _close(ws: Any, code: int, reason: str, timeout: float) -> None:
+    """The closing handshake, within ``timeout`` even when the server is shutting down;
+    then the TCP connection is dropped. (websockets starts its own close timeout only once
+    the close frame is written, which never happens when the client reads nothing.)"""
+    with anyio.move_on_after(timeout, shield=True):
+        await ws.close(code, reason)
+        return
+    log.warning("dropping a WebSocket connection: the closing handshake timed out")
+    ws.transport.abort()
 
 
 def _websockets() -> Any:
@@ -61,23 +73,44 @@ async def serve_ws(
 
     async def handler(ws: Any) -> None:
         scope = scopes.pop(id(ws))
-        # a bounded send queue: a reader too slow to keep up is disconnected, never buffered
-        # without bound (04 §5)
+        # a bounded send queue, in messages and in bytes: a reader too slow to keep up is
+        # disconnected, never buffered without bound (04 §5)
         outbox, pending = anyio.create_memory_object_stream[str](settings.max_send_queue)
+        queued = 0  # bytes in the outbox or being written
+        ending: list[tuple[int, str]] = []  # the close code and reason, once we end it
+
+        def stop(code: int, reason: str, why: str) -> None:
+            if not ending:
+                log.warning("closing a WebSocket connection: %s", why)
+                ending.append((code, reason))
+            tg.cancel_scope.cancel()
 
         async def send(text: str) -> None:
+            nonlocal queued
+            if queued >= settings.max_send_queue_bytes:
+                stop(POLICY_VIOLATION, "send queue full", "its send queue is full (bytes)")
+                return
             try:
                 outbox.send_nowait(text)
             except anyio.WouldBlock:
-                log.warning("closing a WebSocket connection: its send queue is full")
-                tg.cancel_scope.cancel()
+                stop(POLICY_VIOLATION, "send queue full", "its send queue is full")
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
+            else:
+                queued += len(text)  # frames are ASCII: characters are bytes
 
         async def writer() -> None:
+            nonlocal queued
             async with pending:
                 async for text in pending:
-                    await ws.send(text)
+                    # websockets waits for the TCP buffer to drain, without a limit: a client
+                    # that stops reading would hold this connection (and its queue) forever
+                    with anyio.move_on_after(settings.send_timeout_seconds) as sending:
+                        await ws.send(text)
+                    queued -= len(text)
+                    if sending.cancelled_caught:
+                        stop(POLICY_VIOLATION, "send timed out", "the client stopped reading")
+                        return
 
         async def notify(method: str, params: dict[str, Any]) -> None:
             await send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
@@ -90,6 +123,8 @@ async def serve_ws(
         )
 
         async def handle(frame: str | bytes) -> None:
+            if ending:  # started before the connection was given up: nothing to answer
+                return
             reply = await dispatcher.handle_frame(frame, connection, limiter=connection.limiter)
             if reply is not None:
                 await send(reply)
@@ -109,7 +144,8 @@ async def serve_ws(
             log.debug("websocket connection ended", exc_info=True)
         finally:
             outbox.close()
-            await ws.close()
+            code, reason = ending[0] if ending else (1000, "")
+            await _close(ws, code, reason, settings.send_timeout_seconds)
 
     async with server.serve(
         handler,

@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from .._core.errors import explain as _explain
 from .._version import __version__
+from .audit import audit
 from .common import handle_errors, state
 from .facts import facts_app
 from .hook import hook_app
@@ -90,6 +91,7 @@ app.command(name="serve")(serve)
 app.command(name="remind")(remind)
 app.command(name="pending")(pending)
 app.command(name="revoke")(revoke)
+app.command(name="audit")(audit)
 
 
 def _print_version(value: bool) -> None:

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -187,6 +188,7 @@ class SQLiteStore:
         self.poll_interval = poll_interval
         self._lock = threading.Lock()
         self._waiters = Waiters()
+        self._groups = threading.local()
         self._db: sqlite3.Connection | None = self._connect()
 
     def __repr__(self) -> str:
@@ -539,36 +541,99 @@ class SQLiteStore:
     async def enqueue(
         self, session_id: str, item: QueueItem, *, max_pending: int | None = None
     ) -> str:
-        """Queue a validated item; committed to the file before this returns."""
+        """Queue a validated item; committed to the file before this returns.
+
+        Concurrent calls from one event loop share a transaction (group commit): each waits
+        for the commit that holds its own row, and a refused item (unknown session, id
+        already used, queue full) fails only its own call.
+        """
         sid = codec.check_session_id(session_id)
         row = codec.item_row(item)
-        limit = codec.check_max_pending(max_pending)
-
-        def run(db: sqlite3.Connection) -> None:
-            with _transaction(db):
-                self._exists(db, sid)
-                used = db.execute(
-                    "SELECT 1 FROM queue WHERE session_id = ? AND item_id = ?", (sid, row.id)
-                ).fetchone()
-                if used:
-                    raise codec.duplicate_id(row.id)
-                if limit is not None:
-                    (waiting,) = db.execute(
-                        "SELECT count(*) FROM queue WHERE session_id = ? AND status = 'pending'",
-                        (sid,),
-                    ).fetchone()
-                    if waiting >= limit:
-                        raise codec.queue_full(limit)
-                db.execute(
-                    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
-                    "VALUES (?, ?, 'pending', ?, ?, ?)",
-                    (sid, row.id, row.kind, row.mode, row.payload),
-                )
-                self._touch(db, sid)
-
-        await self._call(run)
+        job = _Enqueue(sid, row, codec.check_max_pending(max_pending))
+        group = self._group()
+        group.queued.append(job)
+        while not job.done:
+            if not group.writing:  # this call writes everything queued, its own row too
+                await self._write_group(group)
+                break
+            job.woken = anyio.Event()
+            try:
+                await job.woken.wait()  # its row was written, or the writer is free
+            except BaseException:
+                group.abandon(job)
+                raise
+        if job.error is not None:
+            raise job.error
         self._waiters.notify(sid)
         return row.id
+
+    def _group(self) -> _Group:
+        # one group per thread: an anyio.Event belongs to the event loop of its thread
+        group: _Group | None = getattr(self._groups, "group", None)
+        if group is None:
+            group = self._groups.group = _Group()
+        return group
+
+    async def _write_group(self, group: _Group) -> None:
+        group.writing = True
+        batch, group.queued = group.queued, []
+        failed: BaseException | None = StoreError(f"{self.path}: the write was interrupted")
+        try:
+            with anyio.CancelScope(shield=True):  # the others wait for this commit too
+                await self._call(lambda db: self._enqueue_all(db, batch))
+            failed = None
+        except Exception as exc:  # the transaction was rolled back: nothing is stored
+            failed = exc
+        finally:
+            for job in batch:
+                if failed is not None and job.error is None:
+                    job.error = failed
+                job.done = True
+                if job.woken is not None:
+                    job.woken.set()
+            group.writing = False
+            group.wake_next()
+
+    def _enqueue_all(self, db: sqlite3.Connection, batch: list[_Enqueue]) -> None:
+        """Insert the rows of ``batch`` in one transaction, each under its own savepoint."""
+        pending: dict[str, int] = {}  # session -> pending rows, counted once per batch
+        with _transaction(db):
+            if len(batch) == 1:  # alone: a refusal may roll back the whole transaction
+                self._enqueue_one(db, batch[0], pending)
+                return
+            for job in batch:
+                db.execute("SAVEPOINT item")
+                try:
+                    self._enqueue_one(db, job, pending)
+                except AgentRemindersError as exc:
+                    db.execute("ROLLBACK TO item")
+                    job.error = exc
+                db.execute("RELEASE item")
+
+    def _enqueue_one(self, db: sqlite3.Connection, job: _Enqueue, pending: dict[str, int]) -> None:
+        sid, row = job.session_id, job.row
+        self._exists(db, sid)
+        used = db.execute(
+            "SELECT 1 FROM queue WHERE session_id = ? AND item_id = ?", (sid, row.id)
+        ).fetchone()
+        if used:
+            raise codec.duplicate_id(row.id)
+        if job.limit is not None:
+            if sid not in pending:
+                (pending[sid],) = db.execute(
+                    "SELECT count(*) FROM queue WHERE session_id = ? AND status = 'pending'",
+                    (sid,),
+                ).fetchone()
+            if pending[sid] >= job.limit:
+                raise codec.queue_full(job.limit)
+        db.execute(
+            "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
+            "VALUES (?, ?, 'pending', ?, ?, ?)",
+            (sid, row.id, row.kind, row.mode, row.payload),
+        )
+        if sid in pending:
+            pending[sid] += 1
+        self._touch(db, sid)
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The pending rows of 04 §3, FIFO."""
@@ -762,6 +827,41 @@ class SQLiteStore:
                 return [codec.decode_event(*r) for r in found]
 
         return await self._call(run)
+
+
+@dataclass(slots=True)
+class _Enqueue:
+    """One ``enqueue`` call waiting for (or writing) its group's commit."""
+
+    session_id: str
+    row: codec.QueueRow
+    limit: int | None
+    woken: anyio.Event | None = None  # made only when the call has to wait
+    done: bool = False
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Group:
+    """The enqueues of one event loop: at most one write at a time; the calls that arrive
+    meanwhile are queued and written together, in arrival order, by the first of them to
+    find the writer free."""
+
+    queued: list[_Enqueue] = field(default_factory=list)
+    writing: bool = False
+
+    def wake_next(self) -> None:
+        """The writer is free: the oldest waiting call takes the next write."""
+        if self.queued and self.queued[0].woken is not None:
+            self.queued[0].woken.set()
+
+    def abandon(self, job: _Enqueue) -> None:
+        """A waiting call was cancelled: its row is not written (unless a write already
+        took it), and a wake-up meant for it goes to the next call."""
+        if job in self.queued:
+            self.queued.remove(job)
+            if not self.writing:
+                self.wake_next()
 
 
 def _insert_messages(db: sqlite3.Connection, sid: str, start: int, rows: Sequence[str]) -> None:

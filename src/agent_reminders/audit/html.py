@@ -1,0 +1,245 @@
+"""The audit as one self-contained HTML file: the figures, and per cache model an inline SVG
+chart of cached vs uncached prompt tokens per request with the prefix breaks marked. No
+network: no external style sheet, script, font or image."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from .cache_models import MODELS, CacheModel
+from .report import AuditReport, RequestRow
+
+__all__ = ["render_html"]
+
+_WIDTH, _HEIGHT = 1200, 260
+_LEFT, _RIGHT, _TOP, _BOTTOM = 72, 16, 26, 34
+_CACHED, _UNCACHED, _BREAK = "#2f9e44", "#f08c00", "#e03131"
+_MAX_BAR = 48.0  # a few requests: narrow bars, not slabs
+_MAX_LABELS = 12  # more break labels than this would overlap: lines only
+
+_STYLE = """
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328;
+       background: #f6f8fa; margin: 0; padding: 28px 40px 48px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 30px 0 8px; }
+.sub { color: #59636e; margin: 0 0 20px; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin-bottom: 8px; }
+.card { background: #fff; border: 1px solid #d1d9e0; border-radius: 8px; padding: 10px 16px;
+        min-width: 170px; }
+.card .v { font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.card .k { color: #59636e; font-size: 13px; }
+.card.bad .v { color: #e03131; } .card.good .v { color: #2f9e44; }
+table { border-collapse: collapse; background: #fff; border: 1px solid #d1d9e0;
+        border-radius: 8px; overflow: hidden; }
+th, td { padding: 6px 14px; text-align: left; border-bottom: 1px solid #eef1f4; }
+th { background: #f0f3f6; font-weight: 600; font-size: 13px; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.chart { background: #fff; border: 1px solid #d1d9e0; border-radius: 8px; padding: 8px;
+         margin-bottom: 4px; }
+.chart svg { display: block; width: 100%; height: auto; }
+.legend { color: #59636e; font-size: 13px; margin: 4px 0 0; }
+.sw { display: inline-block; width: 11px; height: 11px; border-radius: 2px;
+      vertical-align: -1px; margin: 0 4px 0 12px; }
+.note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 8px; padding: 8px 14px; }
+footer { color: #59636e; font-size: 12px; margin-top: 32px; }
+"""
+
+
+def _tokens(n: float) -> str:
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            return f"{n / size:.2f}".rstrip("0").rstrip(".") + unit
+    return f"{n:.0f}"
+
+
+def _scale(top: int) -> tuple[int, list[int]]:
+    """A round axis maximum at or above ``top`` and its ticks (at most six steps)."""
+    raw = max(top, 6) / 6
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    step = max(1, math.ceil(step))
+    count = max(1, math.ceil(top / step))
+    return count * step, [i * step for i in range(count + 1)]
+
+
+def _chart(report: AuditReport, model: CacheModel) -> str:
+    rows = report.rows
+    plot_w = _WIDTH - _LEFT - _RIGHT
+    plot_h = _HEIGHT - _TOP - _BOTTOM
+    top, ticks = _scale(max(r.prompt_tokens for r in rows))
+    slot = plot_w / len(rows)
+    gap = min(2.0, slot * 0.2) if slot > 3 else 0.0
+
+    def y(value: float) -> float:
+        return _TOP + plot_h - plot_h * value / top
+
+    parts = [
+        f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
+        f'aria-label="cached and uncached prompt tokens per request under the {model} model">'
+    ]
+    for tick in ticks:
+        parts.append(
+            f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            'stroke="#eef1f4"/>'
+            f'<text x="{_LEFT - 8}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="12" '
+            f'fill="#59636e">{_tokens(tick)}</text>'
+        )
+    # breaks first: their lines run behind the bars, the marks stay above them
+    labels = len(report.prefix_breaks) <= _MAX_LABELS
+    for brk in report.prefix_breaks:
+        x = _LEFT + (brk.request + 0.5) * slot
+        text = f"break at request {brk.request}: {brk.reason} (message {brk.message})"
+        parts.append(
+            f'<g class="break" data-request="{brk.request}"><title>{escape(text)}</title>'
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 6}" y2="{y(0):.1f}" '
+            f'stroke="{_BREAK}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<path d="M{x - 5:.2f},{_TOP - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
+            + (
+                f'<text x="{x + 7:.2f}" y="{_TOP - 7}" font-size="12" fill="{_BREAK}">'
+                f"{escape(brk.reason)}</text>"
+                if labels
+                else ""
+            )
+            + "</g>"
+        )
+    for row in rows:
+        w = min(max(slot - gap, 0.5), _MAX_BAR)
+        x = _LEFT + (row.index + 0.5) * slot - w / 2
+        cached, uncached = row.cached[model], row.uncached(model)
+        tip = (
+            f"request {row.index}"
+            + (f" (line {row.line})" if row.line is not None else "")
+            + (f", session {row.session_id}" if row.session_id else "")
+            + f": {row.prompt_tokens:,} prompt tokens, {cached:,} cached, {uncached:,} uncached"
+        )
+        parts.append(
+            f'<g class="bar"><title>{escape(tip)}</title>'
+            f'<rect class="cached" x="{x:.2f}" y="{y(cached):.2f}" width="{w:.2f}" '
+            f'height="{y(0) - y(cached):.2f}" fill="{_CACHED}"/>'
+            f'<rect class="uncached" x="{x:.2f}" y="{y(row.prompt_tokens):.2f}" '
+            f'width="{w:.2f}" height="{y(cached) - y(row.prompt_tokens):.2f}" '
+            f'fill="{_UNCACHED}"/></g>'
+        )
+    axis = y(0)
+    parts.append(
+        f'<text x="{_LEFT - 8}" y="{_TOP - 12}" text-anchor="end" font-size="12" '
+        'fill="#59636e">tokens</text>'
+        f'<text x="{_WIDTH - _RIGHT}" y="{axis + 30:.1f}" text-anchor="end" font-size="12" '
+        'fill="#59636e">request</text>'
+    )
+    parts.append(
+        f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{axis:.1f}" y2="{axis:.1f}" '
+        'stroke="#8c959f"/>'
+    )
+    step = max(1, round(len(rows) / 10))
+    for row in rows[::step]:
+        x = _LEFT + (row.index + 0.5) * slot
+        parts.append(
+            f'<text x="{x:.1f}" y="{axis + 18:.1f}" text-anchor="middle" font-size="12" '
+            f'fill="#59636e">{row.index}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _card(key: str, value: str, tone: str = "") -> str:
+    return (
+        f'<div class="card {tone}"><div class="v">{escape(value)}</div>'
+        f'<div class="k">{escape(key)}</div></div>'
+    )
+
+
+def _break_rows(rows: tuple[RequestRow, ...]) -> str:
+    out = []
+    for row in rows:
+        brk = row.prefix_break
+        if brk is None:
+            continue
+        out.append(
+            f'<tr><td class="n">{brk.request}</td>'
+            f'<td class="n">{"" if brk.line is None else brk.line}</td>'
+            f'<td>{escape(brk.session_id or "")}</td><td class="n">{brk.message}</td>'
+            f"<td>{escape(brk.reason)}</td>"
+            f'<td class="n">{row.uncached("exact"):,}</td></tr>'
+        )
+    return "".join(out)
+
+
+def render_html(report: AuditReport) -> str:
+    """The report as one self-contained HTML page (inline styles and SVG, no network).
+
+    Example:
+        >>> from agent_reminders.audit import audit_requests
+        >>> page = render_html(audit_requests(
+        ...     [{"messages": [{"role": "user", "content": "hi"}]}], encoding="bytes/4"))
+        >>> page.startswith("<!doctype html>"), "<svg" in page, "http" in page
+        (True, True, False)
+    """
+    breaks = len(report.prefix_breaks)
+    source = f"{report.source} · " if report.source else ""
+    cost = report.cost_ratio
+    head = (
+        f"{source}format {report.format} · encoding {report.encoding} · "
+        f"{report.requests:,} requests"
+    )
+    cards = "".join(
+        [
+            _card("prompt tokens, all requests", f"{report.prompt_tokens:,}"),
+            _card("final prompt tokens", f"{report.final_prompt_tokens:,}"),
+            _card(
+                "uncached ÷ final (ideal 1.0)",
+                f"{report.uncached_over_final:.3f}",
+                "good" if report.uncached_over_final <= 1.02 else "bad",
+            ),
+            _card("prefix breaks", str(breaks), "bad" if breaks else "good"),
+            _card(
+                "directive tokens (overhead)",
+                f"{report.directive_tokens:,} ({report.directive_overhead:.2%})",
+            ),
+        ]
+    )
+    model_rows = "".join(
+        f"<tr><td>{m}</td><td class='n'>{report.reuse[m]:.2%}</td>"
+        f"<td class='n'>{report.uncached_tokens[m]:,}</td>"
+        f"<td class='n'>{cost[m]:.4f}</td></tr>"
+        if m in cost
+        else f"<tr><td>{m}</td><td class='n'>{report.reuse[m]:.2%}</td>"
+        f"<td class='n'>{report.uncached_tokens[m]:,}</td><td class='n'>—</td></tr>"
+        for m in MODELS
+    )
+    charts = "".join(
+        f"<h2>{m}: {report.reuse[m]:.2%} of prompt tokens cached</h2>"
+        f'<div class="chart" data-model="{m}">{_chart(report, m)}</div>'
+        f'<p class="legend"><span class="sw" style="background:{_CACHED}"></span>cached'
+        f'<span class="sw" style="background:{_UNCACHED}"></span>uncached'
+        f'<span class="sw" style="background:{_BREAK}"></span>prefix break</p>'
+        for m in MODELS
+    )
+    note = (
+        f'<p class="note">Token counts are bytes/4: {escape(report.tokenizer_note)}</p>'
+        if report.tokenizer_note
+        else ""
+    )
+    breaks_table = (
+        "<h2>Prefix breaks</h2><table><tr><th>request</th><th>line</th><th>session</th>"
+        "<th>message</th><th>reason</th><th>prefilled (exact)</th></tr>"
+        f"{_break_rows(report.rows)}</table>"
+        if breaks
+        else "<h2>Prefix breaks</h2><p>None: every request extends the one before it.</p>"
+    )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>prompt-cache audit{escape(' of ' + report.source if report.source else '')}"
+        f"</title><style>{_STYLE}</style></head><body>"
+        f'<h1>Prompt-cache audit</h1><p class="sub">{escape(head)}</p>{note}'
+        f'<div class="cards">{cards}</div>'
+        "<h2>Cache models</h2><table><tr><th>model</th><th>reuse</th>"
+        f"<th>uncached tokens</th><th>cost ratio</th></tr>{model_rows}</table>"
+        f"{charts}{breaks_table}"
+        f"<footer>agent-reminders audit · reuse = cached ÷ all prompt tokens · cost ratio at "
+        f"read {report.price_read:g} and write {report.price_write:g} (an uncached token: 1)"
+        "</footer></body></html>\n"
+    )

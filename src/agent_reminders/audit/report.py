@@ -1,0 +1,447 @@
+"""The audit itself: prefix breaks and cache figures over successive requests, the report and
+its JSON object and table (spec 07, "`audit` in detail")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._core.envelope import check_append_only
+from .._core.errors import AuditError, ConfigError
+from .cache_models import MODELS, CacheModel, CacheSimulator
+from .readers import Format, PromptSequence, RequestReader, read_lines
+from .tokenizers import DEFAULT_ENCODING, load_tokenizer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "AuditBreak",
+    "AuditReport",
+    "BreakReason",
+    "PRICES",
+    "RequestRow",
+    "audit_file",
+    "audit_requests",
+    "print_table",
+]
+
+BreakReason = Literal["message_changed", "messages_removed", "system_changed", "tools_changed"]
+
+PRICES: Mapping[str, float] = {"read": 0.1, "write": 1.25}
+"""Default prices relative to an uncached input token: a cache read (OpenAI and Anthropic)
+and an Anthropic cache write."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditBreak:
+    """A request that does not extend the one before it (of its session, in a request log).
+
+    Attributes:
+        request: The request's index in the input, from 0.
+        message: The first message that differs, numbered from 0 after the system prompt;
+            ``-1`` when the tools or the system prompt changed.
+        reason: ``message_changed``, ``messages_removed`` (the message list is a strict
+            prefix of the previous one), ``system_changed`` or ``tools_changed``.
+        session_id: The request log's session (other formats: ``None``).
+        line: The line of the file it was read from (``audit_requests``: ``None``).
+    """
+
+    request: int
+    message: int
+    reason: BreakReason
+    session_id: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"request", "message", "reason"}``, as in the ``--json`` object."""
+        return {"request": self.request, "message": self.message, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    """One request's figures (the table and the HTML chart draw these).
+
+    Attributes:
+        index: The request's index, from 0.
+        line: The line of the file (``audit_requests``: ``None``).
+        session_id: The request log's session (other formats: ``None``).
+        prompt_tokens: The request's prompt sequence, in tokens.
+        cached: Per cache model, the tokens that could have been read from the cache.
+        anthropic_written: The tokens written to Anthropic's cache by this request.
+        directive_tokens: Tokens of its messages that carry an envelope.
+        prefix_break: The break at this request, if any.
+    """
+
+    index: int
+    line: int | None
+    session_id: str | None
+    prompt_tokens: int
+    cached: Mapping[CacheModel, int]
+    anthropic_written: int
+    directive_tokens: int
+    prefix_break: AuditBreak | None = None
+
+    def uncached(self, model: CacheModel) -> int:
+        """Prompt tokens the provider had to prefill under ``model``."""
+        return self.prompt_tokens - self.cached[model]
+
+
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    """What :func:`audit_file` / :func:`audit_requests` found; :meth:`to_json` is the
+    ``--json`` object of spec 07.
+
+    Attributes:
+        format: ``openai_chat``, ``openai_responses``, ``anthropic`` or ``log``.
+        encoding: The tokenizer used: a tiktoken encoding, or ``bytes/4`` (the fallback).
+        rows: One :class:`RequestRow` per request, in input order.
+        prefix_breaks: Every break, in request order.
+        price_read: The price of a cached input token (1.0 = an uncached one).
+        price_write: The price of a token written to Anthropic's cache.
+        tokenizer_note: Why the fallback tokenizer was used, when it was not asked for.
+        source: The file read (``"-"``: standard input), when one was.
+    """
+
+    format: Format
+    encoding: str
+    rows: tuple[RequestRow, ...]
+    prefix_breaks: tuple[AuditBreak, ...]
+    price_read: float = PRICES["read"]
+    price_write: float = PRICES["write"]
+    tokenizer_note: str | None = None
+    source: str | None = None
+    _sums: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        sums = self._sums
+        sums["prompt"] = sum(r.prompt_tokens for r in self.rows)
+        sums["directive"] = sum(r.directive_tokens for r in self.rows)
+        for model in MODELS:
+            sums[model] = sum(r.cached[model] for r in self.rows)
+        sums["written"] = sum(r.anthropic_written for r in self.rows)
+
+    @property
+    def requests(self) -> int:
+        """How many requests were read."""
+        return len(self.rows)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens summed over all requests."""
+        return self._sums["prompt"]
+
+    @property
+    def final_prompt_tokens(self) -> int:
+        """The last request's prompt: what an append-only log prefills in all."""
+        return self.rows[-1].prompt_tokens if self.rows else 0
+
+    @property
+    def reuse(self) -> dict[CacheModel, float]:
+        """Per model, cached prompt tokens ÷ all prompt tokens."""
+        return {m: _ratio(self._sums[m], self.prompt_tokens) for m in MODELS}
+
+    @property
+    def uncached_tokens(self) -> dict[CacheModel, int]:
+        """Per model, the sum over requests of prompt minus cached tokens."""
+        return {m: self.prompt_tokens - self._sums[m] for m in MODELS}
+
+    @property
+    def uncached_over_final(self) -> float:
+        """``uncached_tokens["exact"]`` ÷ ``final_prompt_tokens``: 1.0 for an append-only
+        log; each break adds what had to be prefilled again."""
+        return _ratio(self.uncached_tokens["exact"], self.final_prompt_tokens)
+
+    @property
+    def cost_ratio(self) -> dict[str, float]:
+        """Input cost with caching ÷ without, at :attr:`price_read` / :attr:`price_write`."""
+        prompt, read, write = self.prompt_tokens, self.price_read, self.price_write
+        openai = self._sums["openai"]
+        anthropic, written = self._sums["anthropic"], self._sums["written"]
+        return {
+            "openai": _ratio(prompt - openai + openai * read, prompt),
+            "anthropic": _ratio(
+                prompt - anthropic - written + anthropic * read + written * write, prompt
+            ),
+        }
+
+    @property
+    def directive_tokens(self) -> int:
+        """Tokens of the messages that carry an envelope, summed over requests."""
+        return self._sums["directive"]
+
+    @property
+    def directive_overhead(self) -> float:
+        """``directive_tokens`` ÷ ``prompt_tokens``."""
+        return _ratio(self.directive_tokens, self.prompt_tokens)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` object: exactly the keys of spec 07 (ratios rounded to 4 places).
+
+        Example:
+            >>> report = audit_requests([{"messages": [{"role": "user", "content": "hi"}]}],
+            ...                         encoding="bytes/4")
+            >>> report.to_json()["prefix_breaks"], report.to_json()["uncached_over_final"]
+            ([], 1.0)
+        """
+        return {
+            "format": self.format,
+            "encoding": self.encoding,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "final_prompt_tokens": self.final_prompt_tokens,
+            "prefix_breaks": [b.to_json() for b in self.prefix_breaks],
+            "reuse": {m: round(v, 4) for m, v in self.reuse.items()},
+            "uncached_tokens": self.uncached_tokens,
+            "uncached_over_final": round(self.uncached_over_final, 4),
+            "cost_ratio": {m: round(v, 4) for m, v in self.cost_ratio.items()},
+            "directive_tokens": self.directive_tokens,
+            "directive_overhead": round(self.directive_overhead, 4),
+        }
+
+
+class _Breaks:
+    """Compares each request with the previous one of its session (``None``: every request
+    of a file that is not a request log) and names the first difference."""
+
+    def __init__(self) -> None:
+        self._last: dict[str | None, tuple[bytes | None, str, list[bytes]]] = {}
+
+    def check(self, index: int, line: int | None, seq: PromptSequence) -> AuditBreak | None:
+        tools = None if seq.tools is None else seq.tools.digest
+        system = "".join(p.digest.hex() for p in seq.system)
+        messages = [p.digest for p in seq.messages]
+        previous = self._last.get(seq.session_id)
+        self._last[seq.session_id] = (tools, system, messages)
+        if previous is None:
+            return None
+        old_tools, old_system, old_messages = previous
+        session = seq.session_id
+        if old_tools != tools:
+            return AuditBreak(
+                request=index, message=-1, reason="tools_changed", session_id=session, line=line
+            )
+        if old_system == system and messages[: len(old_messages)] == old_messages:
+            return None
+        # The rule (and its reasons) lives in check_append_only; it compares the hashes.
+        found = check_append_only(
+            [
+                {"system": old_system, "messages": [{"h": h.hex()} for h in old_messages]},
+                {"system": system, "messages": [{"h": h.hex()} for h in messages]},
+            ]
+        )[0]
+        message = -1 if found.message_index is None else found.message_index
+        return AuditBreak(
+            request=index, message=message, reason=found.reason, session_id=session, line=line
+        )
+
+
+def _price(value: float | None, name: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"--{name} must be a finite number; got {value!r}")
+    if value < 0:
+        raise ConfigError(f"--{name} must be 0 or more (1.0 = an uncached token); got {value}")
+    return float(value)
+
+
+def _audit(
+    items: Iterable[tuple[int, object]],
+    where: Callable[[int], str],
+    *,
+    from_file: bool,
+    format: str,
+    encoding: str,
+    price_read: float | None,
+    price_write: float | None,
+    source: str | None,
+) -> AuditReport:
+    read_price = _price(price_read, "price-read", PRICES["read"])
+    write_price = _price(price_write, "price-write", PRICES["write"])
+    reader = RequestReader(format)
+    tokenizer = load_tokenizer(encoding)
+    simulator, breaks = CacheSimulator(tokenizer), _Breaks()
+    rows: list[RequestRow] = []
+    for number, body in items:
+        line = number if from_file else None
+        seq = reader.read(body, where(number), line=line)
+        index = len(rows)
+        figures = simulator.add(seq)
+        rows.append(
+            RequestRow(
+                index=index,
+                line=line,
+                session_id=seq.session_id,
+                prompt_tokens=figures.prompt_tokens,
+                cached=figures.cached,
+                anthropic_written=figures.anthropic_written,
+                directive_tokens=figures.directive_tokens,
+                prefix_break=breaks.check(index, line, seq),
+            )
+        )
+    if not rows:
+        name = "the input" if source is None else ("stdin" if source == "-" else source)
+        raise AuditError(f"{name} holds no requests (one JSON object per line)")
+    return AuditReport(
+        format=reader.format,
+        encoding=tokenizer.name,
+        rows=tuple(rows),
+        prefix_breaks=tuple(r.prefix_break for r in rows if r.prefix_break is not None),
+        price_read=read_price,
+        price_write=write_price,
+        tokenizer_note=tokenizer.note,
+        source=source,
+    )
+
+
+def audit_requests(
+    requests: Iterable[object],
+    *,
+    format: str = "auto",
+    encoding: str = DEFAULT_ENCODING,
+    price_read: float | None = None,
+    price_write: float | None = None,
+) -> AuditReport:
+    """Audit successive model requests given as parsed JSON bodies (or request-log lines).
+
+    Args:
+        requests: OpenAI Chat or Responses bodies, Anthropic Messages bodies, or lines of the
+            library's request log — all of one format.
+        format: ``auto`` (detected), ``openai``, ``anthropic`` or ``log``.
+        encoding: A tiktoken encoding, or ``bytes/4`` for the fallback.
+        price_read: A cached token's price (default 0.1 of an uncached one).
+        price_write: An Anthropic cache write's price (default 1.25).
+
+    Raises:
+        AuditError: ``RMD-111`` naming the request (``requests[3]``) that is not one.
+        ConfigError: ``RMD-104`` for an unknown format or encoding, or a negative price.
+
+    Example:
+        >>> hi = [{"role": "user", "content": "hi"}]
+        >>> report = audit_requests([{"messages": hi}, {"messages": [{"role": "user",
+        ...                          "content": "bye"}]}], encoding="bytes/4")
+        >>> [(b.request, b.message, b.reason) for b in report.prefix_breaks]
+        [(1, 0, 'message_changed')]
+    """
+    return _audit(
+        enumerate(requests),
+        lambda i: f"requests[{i}]",
+        from_file=False,
+        format=format,
+        encoding=encoding,
+        price_read=price_read,
+        price_write=price_write,
+        source=None,
+    )
+
+
+def audit_file(
+    path_or_dash: str | Path,
+    *,
+    format: str = "auto",
+    encoding: str = DEFAULT_ENCODING,
+    price_read: float | None = None,
+    price_write: float | None = None,
+) -> AuditReport:
+    """Audit a JSON Lines file of successive model requests (``"-"``: standard input).
+
+    Blank lines are skipped; every other line must be one request of the file's format. The
+    whole file is read before anything is reported.
+
+    Raises:
+        AuditError: ``RMD-111`` naming the line that is not valid JSON, not an object, not a
+            request, or of another format than the lines before it; or no request at all.
+        ConfigError: ``RMD-104`` for an unknown format or encoding, or a negative price.
+        OSError: the file cannot be read.
+    """
+    source = str(path_or_dash)
+    label = "stdin" if source == "-" else source
+    lines: Iterator[tuple[int, object]] = read_lines(path_or_dash, name=label)
+    return _audit(
+        lines,
+        lambda n: f"{label} line {n}",
+        from_file=True,
+        format=format,
+        encoding=encoding,
+        price_read=price_read,
+        price_write=price_write,
+        source=source,
+    )
+
+
+_RULES: dict[CacheModel, str] = {
+    "exact": "any earlier request",
+    "openai": "1,024+, 128 steps",
+    "anthropic": "breakpoints, 20 back",
+    "vllm": "16-token blocks",
+}
+
+
+def print_table(report: AuditReport, console: Console, *, max_breaks: int = 20) -> None:
+    """Print the report as ``rich`` tables: the totals, the cache models, the breaks.
+
+    On a console that is not a terminal rich prints the same tables without colour.
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    title = "prompt-cache audit" + (f" of {report.source}" if report.source else "")
+    totals = Table(title=title, show_header=False, title_justify="left")
+    totals.add_column("figure")
+    totals.add_column("value", justify="right")
+    totals.add_row("format", report.format)
+    totals.add_row("encoding", report.encoding)
+    totals.add_row("requests", f"{report.requests:,}")
+    totals.add_row("prompt tokens (all requests)", f"{report.prompt_tokens:,}")
+    totals.add_row("final prompt tokens", f"{report.final_prompt_tokens:,}")
+    totals.add_row("uncached ÷ final (ideal 1.0)", f"{report.uncached_over_final:.4f}")
+    totals.add_row(
+        "directive tokens (overhead)",
+        f"{report.directive_tokens:,} ({report.directive_overhead:.2%})",
+    )
+    breaks = len(report.prefix_breaks)
+    totals.add_row("prefix breaks", Text(str(breaks), style="bold red" if breaks else "green"))
+    console.print(totals)
+
+    models = Table(title="cache models", title_justify="left")
+    for name, justify in (("model", "left"), ("rule", "left"), ("reuse", "right")):
+        models.add_column(name, justify=justify)  # type: ignore[arg-type]
+    models.add_column("uncached tokens", justify="right")
+    models.add_column("cost ratio", justify="right")
+    cost = report.cost_ratio
+    for model in MODELS:
+        ratio = cost.get(model)
+        models.add_row(
+            model,
+            _RULES[model],
+            f"{report.reuse[model]:.2%}",
+            f"{report.uncached_tokens[model]:,}",
+            "—" if ratio is None else f"{ratio:.4f}",
+        )
+    console.print(models)
+
+    if report.prefix_breaks:
+        table = Table(title="prefix breaks", title_justify="left")
+        for name in ("request", "line", "session", "message", "reason"):
+            table.add_column(name)
+        for b in report.prefix_breaks[:max_breaks]:
+            table.add_row(
+                str(b.request),
+                "" if b.line is None else str(b.line),
+                Text(b.session_id or ""),
+                str(b.message),
+                b.reason,
+            )
+        console.print(table)
+        if breaks > max_breaks:
+            console.print(f"… and {breaks - max_breaks} more (--json lists them all)")
+    if report.tokenizer_note:
+        console.print(Text(f"note: token counts are bytes/4: {report.tokenizer_note}"))
