@@ -32,7 +32,7 @@ pytest: $(STAMP)
 test: lint typecheck pytest
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/agent-reminders demo
 
 bench: $(STAMP)
 	$(BIN)/python bench/turn_cost.py

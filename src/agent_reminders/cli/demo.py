@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..demo.scenario import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS
+from ..demo.scenario import CONTEXT_WINDOW, DEFAULT_TURNS, MAX_TURNS, MIN_TURNS
 from .common import fail, handle_errors, is_terminal, strip_control
 
 if TYPE_CHECKING:
@@ -23,11 +23,21 @@ if TYPE_CHECKING:
     from ..audit import AuditReport
     from ..demo import DemoResult, Row
 
-__all__ = ["DEFAULT_OUT", "LEGEND", "REPORT_FILE", "REQUESTS_FILE", "demo", "plain_lines"]
+__all__ = [
+    "ALL_FILES",
+    "DEFAULT_OUT",
+    "LEGEND",
+    "REPORT_FILE",
+    "REQUESTS_FILE",
+    "demo",
+    "plain_lines",
+]
 
 DEFAULT_OUT = Path(".agent-reminders") / "demo"
 REQUESTS_FILE = "demo-requests.jsonl"
 REPORT_FILE = "demo-report.html"
+ALL_FILES = (REQUESTS_FILE, REPORT_FILE)
+"""What the demo writes into ``--out``."""
 LEGEND = (
     "sent = the directives a request carried, each once (later requests repeat the message "
     "as it was, so the prefix stays the same); fired = a new reminder and the event that made "
@@ -131,10 +141,18 @@ def _print(
         typer.echo(LEGEND)
     typer.echo("")
     print_table(report, console)
+    overhead = (
+        f"Directives are {report.directive_overhead:.0%} of the prompt tokens because this "
+        f"session is tiny (a {CONTEXT_WINDOW:,}-token window): the envelope instructions "
+        "(once per context) and workspace_anchor's one-line note in every request weigh far "
+        "less in a real agent's prompts."
+    )
     if terminal:
         console.print(verdict, style="bold green")
+        console.print(overhead)
     else:
         typer.echo(verdict)
+        typer.echo(overhead)
     typer.echo(
         f"wrote {requests} ({len(result.requests)} requests, the request log of "
         f"serve --request-log) and {html} (the audit report: open it in a browser)"

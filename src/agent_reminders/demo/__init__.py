@@ -8,7 +8,7 @@ compaction with its recap and a reviewer sub-agent. Offline and deterministic. T
 Example:
     >>> result = run_demo(turns=MIN_TURNS)
     >>> len(result.requests), result.compaction_request, result.statuses
-    (22, 14, {"task 1": "completed", "reviewer": "completed", "task 2": "completed"})
+    (22, 14, {'task 1': 'completed', 'reviewer': 'completed', 'task 2': 'completed'})
     >>> [(row.title, row.entries[0].kind) for row in result.rows[:2]]
     [('task 1', 'user'), ('turn 0', 'sent')]
 """

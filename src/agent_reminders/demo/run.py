@@ -171,8 +171,9 @@ def _hooks(session: Session, recorder: Recorder) -> Hooks:
 
     def guard(call: ToolCall) -> Mapping[str, Any] | None:
         path = str(call.arguments.get("path", ""))
-        if any(path.startswith(root) for root in read_only):
-            return {"action": "block", "reason": f"{path} is on a read-only root"}
+        for root in read_only:
+            if path.startswith(root):
+                return {"action": "block", "reason": f"{root.rstrip('/')} is mounted read-only"}
         return None
 
     def run_tests(call: ToolCall, result: ToolResult) -> Mapping[str, Any] | None:

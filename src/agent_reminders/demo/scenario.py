@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 __all__ = [
     "BASE_TOOLS",
+    "Beat",
     "COMPACT_KEEP_LAST",
     "CONTEXT_WINDOW",
     "DEFAULT_TURNS",
@@ -21,6 +22,7 @@ __all__ = [
     "FILES",
     "FILLERS",
     "HOST_PUSHES",
+    "HostPush",
     "IDLE_MS",
     "MAX_TOOL_OUTPUT",
     "MAX_TURNS",
@@ -28,14 +30,12 @@ __all__ = [
     "NEW_TOOLS",
     "QUOTED_TEST",
     "RECAP",
-    "REVIEW_TASK",
     "REVIEWER_BEATS",
+    "REVIEW_TASK",
     "SESSION_ID",
     "SYSTEM",
     "TASKS",
     "WORKSPACE",
-    "Beat",
-    "HostPush",
     "task_beats",
 ]
 

@@ -129,7 +129,8 @@ def _result_text(call: ToolCall, result: ToolResult) -> str:
     if result.truncated:
         return f"{result.original_size:,} chars, cut to {len(result.content):,}"
     if not result.ok and len(lines) <= 1:
-        return excerpt(lines[0] if lines else "failed", 60)
+        text = lines[0] if lines else "failed"
+        return excerpt(text.replace("Tool call blocked:", "blocked by a hook:", 1), 70)
     if call.name == "read_file":
         return f"{len(result.content):,} chars"
     if call.name == "edit_file":
@@ -292,7 +293,7 @@ class _Builder:
         else:
             label, why = "inject", "session.inject"
         self.labels[(session_id, rid)] = label
-        replaced = self.replaced.pop(rid, [])
+        replaced = [r for r in self.replaced.pop(rid, []) if not self.repeat(r)]
         if self.repeat(rid):
             return  # shown in the request that carries it, marked *
         also = f", replaces {', '.join(replaced)}" if replaced else ""
