@@ -15,6 +15,7 @@ from typing import Any, Literal
 from .._core.events import EventRecord, Kind
 from .._core.records import Message
 from .._core.request import ToolCall, ToolResult
+from ..providers.fire import short_repeat_text
 from ..session import Session
 from .scenario import HostPush
 
@@ -48,10 +49,11 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One turn of one agent (``agent`` or ``reviewer``), or a note between turns.
+    """One turn of one agent, or a note between turns.
 
-    ``turn`` is the request number (``None`` for notes); ``title`` is what the row is called
-    in the timeline (``"turn 3"``, ``"reviewer 0"``, ``"task 1"``).
+    ``who`` is ``"agent"`` or ``"reviewer"`` (``""`` for a note); ``turn`` is the request number
+    of that agent (``None`` for a note); ``title`` is what the timeline calls the row
+    (``"turn 3"``, ``"reviewer 0"``, ``"task 1"``, ``"compaction"``).
     """
 
     title: str
@@ -153,6 +155,7 @@ class _Builder:
 
     who: Mapping[str, str]
     bodies: Mapping[str, str]
+    repeats: frozenset[str]
     delivered: Mapping[str, str]
     rows: dict[_Key, list[Entry]] = field(default_factory=dict)
     current: dict[str, _Key] = field(default_factory=dict)
@@ -161,7 +164,7 @@ class _Builder:
     provider: dict[str, tuple[str, str]] = field(default_factory=dict)
     replaced: dict[str, list[str]] = field(default_factory=dict)
     pushes: dict[str, HostPush] = field(default_factory=dict)
-    calls: dict[str, tuple[_Key, int]] = field(default_factory=dict)
+    calls: dict[str, tuple[str, _Key, int]] = field(default_factory=dict)  # id -> session, line
 
     def open(self, key: _Key, *sessions: str) -> None:
         self.rows.setdefault(key, [])
@@ -176,7 +179,7 @@ class _Builder:
         self.rows[key].append(Entry(kind, text))
 
     def repeat(self, rid: str) -> bool:
-        return _is_repeat(self.bodies.get(rid, ""))
+        return rid in self.repeats
 
     def name(self, session_id: str, rid: str) -> str:
         label = self.labels.get((session_id, rid), "?")
@@ -222,13 +225,13 @@ class _Builder:
         key = self.current[item.session_id]
         for call in calls:
             self.add(item.session_id, "model", _call_text(call))
-            self.calls[call["id"]] = (key, len(self.rows[key]) - 1)
+            self.calls[call["id"]] = (item.session_id, key, len(self.rows[key]) - 1)
 
     def patch(self, call_id: str, outcome: str, ok: bool) -> None:
         where = self.calls.pop(call_id, None)
         if where is None:
             return
-        key, index = where
+        _, key, index = where
         entry = self.rows[key][index]
         mark = "" if ok else "  [failed]"
         self.rows[key][index] = Entry(entry.kind, f"{entry.text} -> {outcome}{mark}")
@@ -270,7 +273,7 @@ class _Builder:
                     f'request: "{excerpt(self.bodies.get(rid, ""), 60)}"',
                 )
         if p.get("dispatch_skipped"):
-            for call_id in list(self.calls):
+            for call_id in [c for c, (sid, _, _) in self.calls.items() if sid == session_id]:
                 self.patch(call_id, "skipped: a host interrupt came first", True)
 
     def injected(self, session_id: str, p: Mapping[str, Any]) -> None:
@@ -302,10 +305,6 @@ class _Builder:
         self.add(session_id, "fired", f"{self.name(session_id, rid)}  <- {why}{also}{text}")
 
 
-def _is_repeat(body: str) -> bool:
-    return body.startswith("Reminder ") and "is unchanged since its previous full emission" in body
-
-
 class Recorder:
     """Collects what the demo needs for its timeline, in the order it happens.
 
@@ -320,6 +319,7 @@ class Recorder:
         self.who: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
         self.bodies: dict[str, str] = {}
+        self.repeats: set[str] = set()  # ids of short repeats (02 §5)
 
     def expect(self, session_id: str, who: str) -> None:
         """Record the events of ``session_id`` (a session about to be made) as ``who``."""
@@ -336,6 +336,9 @@ class Recorder:
         when they expire)."""
         for reminder in session.transcript.reminders:
             self.bodies.setdefault(reminder.id, reminder.body)
+            key = reminder.dedupe_key
+            if key is not None and reminder.body == short_repeat_text(key):
+                self.repeats.add(reminder.id)
 
     def on_event(self, record: EventRecord) -> None:
         """The event log subscriber."""
@@ -382,7 +385,12 @@ class Recorder:
             if isinstance(item, _Event) and item.record.kind == _CHECKPOINT:
                 for rid in item.record.payload.get("delivered_ids") or []:
                     delivered.setdefault(str(rid), str(item.record.payload["seam"]))
-        builder = _Builder(who=self.who, bodies=self.bodies, delivered=delivered)
+        builder = _Builder(
+            who=self.who,
+            bodies=self.bodies,
+            repeats=frozenset(self.repeats),
+            delivered=delivered,
+        )
         for item in self.items:
             builder.item(item)
         return [
