@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/crash.py
 	$(BIN)/python bench/audit_speed.py
 	$(BIN)/python bench/cache.py
+	$(BIN)/python bench/claude_code_hook.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)

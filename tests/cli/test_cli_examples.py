@@ -143,6 +143,7 @@ def test_readme_example_runs() -> None:
         "docs/audit.md",
         "docs/index.md",
         "docs/security.md",
+        "docs/claude-code.md",
     ],
 )
 def test_doc_examples_run(doc: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_reminders.integrations.claude_code import HOOK_EVENTS
+from agent_reminders.integrations.claude_code import HOOK_EVENTS, hook_command
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 THEIRS = {"type": "command", "command": "prettier --write ."}
@@ -122,3 +123,38 @@ def test_an_unknown_scope_is_refused(tmp_path: Path) -> None:
     done = cli(tmp_path, tmp_path, "install", "claude-code", "--scope", "everywhere")
     assert done.returncode != 0
     assert "scope" in done.stderr
+
+
+def test_install_into_the_settings_file_given_to_claude(tmp_path: Path) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    path = tmp_path / "ci-settings.json"  # for `claude -p ... --settings ci-settings.json`
+    existing = {"permissions": {"allow": ["Bash(pytest:*)"]}}
+    path.write_text(json.dumps(existing))
+    done = cli(project, home, "install", "claude-code", "--settings", str(path))
+    assert done.returncode == 0, done.stderr
+    settings = json.loads(path.read_text())
+    assert settings["permissions"] == existing["permissions"]
+    assert ours(settings) == dict.fromkeys(HOOK_EVENTS, 1)
+    assert not (project / ".claude").exists()
+    removed = cli(project, home, "uninstall", "claude-code", "--settings", str(path))
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(path.read_text()) == existing
+
+
+def test_the_command_is_this_installations_own() -> None:
+    """The script beside the running interpreter (a virtual environment's), else ``python -m``
+    with that interpreter: not whatever ``agent-reminders`` comes first on ``PATH``."""
+    command = hook_command()
+    script = Path(sys.executable).with_name("agent-reminders")
+    if script.is_file() and os.access(script, os.X_OK):
+        assert shlex.split(command) == [str(script), "hook", "claude-code"]
+    else:
+        assert shlex.split(command) == [
+            sys.executable,
+            "-m",
+            "agent_reminders",
+            "hook",
+            "claude-code",
+        ]

@@ -32,6 +32,8 @@ PUBLIC_MODULES = [
     "agent_reminders.hooks",
     "agent_reminders.integrations",
     "agent_reminders.integrations.anthropic",
+    "agent_reminders.integrations.claude_agent_sdk",
+    "agent_reminders.integrations.claude_code",
     "agent_reminders.integrations.driver",
     "agent_reminders.integrations.gemini",
     "agent_reminders.integrations.langchain",

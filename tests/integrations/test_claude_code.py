@@ -281,3 +281,169 @@ def test_concurrent_runs_of_one_session_lose_no_write(project: Project) -> None:
     for body in bodies:
         assert history.count(body) == 1, body
     assert state.turn >= 6
+
+
+def failed_bash(command: str, output: str) -> dict[str, Any]:
+    """A Bash call that exited non-zero, as Claude Code reports it: ``PostToolUseFailure``
+    with the ``error`` text and no ``tool_response``."""
+    return {
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "run it"},
+        "tool_use_id": "toolu_9",
+        "error": f"Exit code 1\n{output}",
+        "is_interrupt": False,
+    }
+
+
+def test_a_failed_bash_call_gets_the_review_and_a_pass_or_a_cat_gets_none(
+    project: Project,
+) -> None:
+    project.context({"hook_event_name": "SessionStart", "source": "startup"})
+    passing = "..\n2 passed in 0.01s\n"
+    assert project.context(bash("pytest -q", passing)) is None
+    assert project.context(bash("cat out.txt", FAILING_PYTEST, tool_use_id="toolu_2")) is None
+    review = project.context(failed_bash("pytest -q", FAILING_PYTEST))
+    assert review is not None
+    assert "FAILED tests/test_math.py::test_add - assert 3 == 4" in review
+
+
+def test_an_output_claude_code_cut_to_a_preview_gets_the_truncation_notice(
+    project: Project,
+) -> None:
+    project.context({"hook_event_name": "SessionStart", "source": "startup"})
+    event = bash("seq 1 100000", "1\n2\n3\n")
+    event["tool_response"] |= {
+        "persistedOutputPath": str(project.home / "tool-results" / "b1.txt"),
+        "persistedOutputSize": 588895,
+    }
+    notice = project.context(event)
+    assert notice is not None
+    assert "The output of tool 'Bash' was truncated (original output: 588895 characters)" in notice
+
+
+def test_two_sessions_are_kept_apart(project: Project) -> None:
+    project.context({"hook_event_name": "SessionStart", "source": "startup"})
+    other = {"session_id": "cc-session-2"}
+    project.context({"hook_event_name": "SessionStart", "source": "startup", **other})
+    project.push("Only for the first session.")
+    second = project.context({"hook_event_name": "UserPromptSubmit", "prompt": "x", **other})
+    assert second is None
+    first = project.context({"hook_event_name": "UserPromptSubmit", "prompt": "x"})
+    assert first is not None
+    assert "Only for the first session." in first
+
+
+def test_session_start_waits_for_the_prompt_and_a_resume_repeats_nothing(
+    project: Project,
+) -> None:
+    facts = FactStore(project.dir / ".agent-reminders" / "facts.db")
+    facts.store_fact({"kind": "decision", "claim": "We use uv for packaging.", "confidence": 0.9})
+    facts.close()
+    assert project.context({"hook_event_name": "SessionStart", "source": "startup"}) is not None
+    project.push("Pushed before the prompt.")
+    # a resumed session: Claude Code reloads its transcript, which holds what was said
+    resumed = {"hook_event_name": "SessionStart", "source": "resume", "context_tokens": 12784}
+    assert project.context(resumed) is None
+    text = project.context({"hook_event_name": "UserPromptSubmit", "prompt": "go"})
+    assert text is not None
+    assert "Pushed before the prompt." in text
+    assert "We use uv for packaging." not in text
+
+
+def test_the_recap_counts_the_messages_claude_code_summarized(project: Project) -> None:
+    transcript = project.home / "t.jsonl"
+    entries = [
+        {"type": "user", "message": {"content": "run the tests"}},
+        {"type": "attachment"},
+        {"type": "assistant", "message": {"content": []}},
+        {"type": "user", "message": {"content": []}},
+        {"type": "user", "isMeta": True, "message": {"content": "caveat"}},
+        {"type": "assistant", "message": {"content": []}},
+    ]
+    transcript.write_text("\n".join(json.dumps(e) for e in entries) + "\nnot json\n")
+    project.context({"hook_event_name": "SessionStart", "source": "startup"})
+    project.push("Never edit the generated files under gen/.", preserve_on_compact=True)
+    project.context({"hook_event_name": "UserPromptSubmit", "prompt": "go"})
+    after = project.context({"hook_event_name": "SessionStart", "source": "compact"})
+    assert after is not None
+    assert "The conversation was compacted: 4 earlier messages were archived." in after
+    # once Claude Code wrote its boundary and summary, the count is of the part before it
+    summary = {"type": "user", "isCompactSummary": True, "message": {"content": "..."}}
+    with transcript.open("a") as out:
+        out.write(json.dumps({"type": "system", "subtype": "compact_boundary"}) + "\n")
+        out.write(json.dumps(summary) + "\n")
+        out.write(json.dumps({"type": "user", "message": {"content": "carry on"}}) + "\n")
+        out.write(json.dumps({"type": "assistant", "message": {"content": []}}) + "\n")
+    again = project.context({"hook_event_name": "SessionStart", "source": "compact"})
+    assert again is not None
+    assert "The conversation was compacted: 4 earlier messages were archived." in again
+
+
+def test_a_subagent_inherits_session_reminders_but_not_none(project: Project) -> None:
+    project.context({"hook_event_name": "SessionStart", "source": "startup"})
+    project.push("Run the linters before you finish.", propagate="session")
+    project.push("Parent-only note.", propagate="none")
+    project.context({"hook_event_name": "UserPromptSubmit", "prompt": "go"})
+    text = project.context(
+        {"hook_event_name": "SubagentStart", "agent_id": "a2", "agent_type": "general-purpose"}
+    )
+    assert text is not None
+    assert "Run the linters before you finish." in text
+    assert "Parent-only note." not in text
+
+
+def test_ten_concurrent_remind_processes_are_all_delivered(project: Project) -> None:
+    project.context({"hook_event_name": "SessionStart", "source": "startup"})
+    options = ("--store", f"sqlite:{project.db}", "--session", "latest", "--ttl-turns", "5")
+
+    def remind(i: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agent_reminders",
+                "remind",
+                f"Note {i} from a watcher.",
+                *options,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=project.dir,
+            env=project.env(),
+            timeout=120,
+            check=False,
+        )
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        done = list(pool.map(remind, range(10)))
+    assert [d.returncode for d in done] == [0] * 10, [d.stderr for d in done]
+    text = project.context({"hook_event_name": "UserPromptSubmit", "prompt": "go"})
+    assert text is not None
+    for i in range(10):
+        assert text.count(f"Note {i} from a watcher.") == 1
+    assert text.count('ttl_turns="5"') == 10
+
+
+def test_concurrent_first_runs_create_the_session_once(project: Project) -> None:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = list(
+            pool.map(
+                lambda _: project.run({"hook_event_name": "SessionStart", "source": "startup"}),
+                range(4),
+            )
+        )
+    assert [r.returncode for r in runs] == [0] * 4, [r.stderr for r in runs]
+    # one run started the session (the workspace anchor); the others found it started
+    assert sum("Primary workspace root" in r.stdout for r in runs) == 1
+
+
+def test_usage_errors_are_one_line_and_help_is_not_an_error(project: Project) -> None:
+    bad = project.raw("{}", "--colour")
+    assert (bad.returncode, bad.stdout, bad.stderr.count("\n")) == (1, "", 1)
+    assert "unknown argument '--colour'" in bad.stderr
+    missing = project.raw("{}", "--store")
+    assert (missing.returncode, missing.stderr.count("\n")) == (1, 1)
+    helped = project.raw("", "--help")
+    assert helped.returncode == 0
+    assert "--store URL" in helped.stdout

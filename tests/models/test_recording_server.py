@@ -237,3 +237,48 @@ def test_delay_and_close_twice() -> None:
 def test_strip_cache_control() -> None:
     value = {"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}]}
     assert strip_cache_control(value) == {"system": [{"type": "text", "text": "s"}]}
+
+
+def test_a_messages_request_with_stream_true_gets_the_sse_events() -> None:
+    """What the Claude Code CLI reads: the Messages API's event stream, text and tool use."""
+    import anthropic
+
+    answer = "The parser test fails on empty input; the fix is a guard at the top of parse()."
+    call = {"id": "toolu_1", "name": "Bash", "arguments": {"command": "pytest -q"}}
+    script = [{"tool_calls": [call]}, {"content": answer}]
+    with (
+        RecordingModelServer(script, loop=True) as server,
+        anthropic.Anthropic(base_url=server.url, api_key="test") as client,
+    ):
+        ask = {"model": "m", "max_tokens": 100}
+        with client.messages.stream(messages=[{"role": "user", "content": "go"}], **ask) as s:
+            first = s.get_final_message()
+        with client.messages.stream(messages=[{"role": "user", "content": "and?"}], **ask) as s:
+            texts = list(s.text_stream)
+            second = s.get_final_message()
+        raw = urllib.request.urlopen(
+            urllib.request.Request(
+                server.url + "/v1/messages?beta=true",
+                data=json.dumps({"stream": True, "messages": []}).encode(),
+                method="POST",
+            ),
+            timeout=10,
+        )
+        with raw:
+            assert raw.headers["content-type"] == "text/event-stream"
+            events = [
+                line[7:] for line in raw.read().decode().splitlines() if line[:7] == "event: "
+            ]
+    assert first.stop_reason == "tool_use"
+    assert [(b.type, b.name, b.input) for b in first.content] == [
+        ("tool_use", "Bash", {"command": "pytest -q"})
+    ]
+    assert second.stop_reason == "end_turn"
+    assert "".join(texts) == answer
+    assert len(texts) > 1  # in pieces, as text_delta events
+    assert second.usage.output_tokens > 0
+    assert events[0] == "message_start"
+    assert events[-2:] == ["message_delta", "message_stop"]
+    assert {"content_block_start", "content_block_delta", "content_block_stop"} <= set(events)
+    assert [r.json["stream"] for r in server.requests] == [True, True, True]
+    assert server.replies[0][1]["content"][0]["type"] == "tool_use"

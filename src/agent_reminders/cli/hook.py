@@ -51,16 +51,28 @@ def run(
     raise typer.Exit(claude_code.hook_main(argv))
 
 
-def _path(scope: str) -> Path:
+Settings = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings",
+        help="This settings file instead of the scope's (e.g. one given to claude --settings).",
+        dir_okay=False,
+    ),
+]
+
+
+def _path(scope: str, settings: Path | None) -> Path:
+    if settings is not None:
+        return settings
     project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or Path.cwd())
     return claude_code.settings_path(scope, project=project, home=Path.home())
 
 
 @install_app.command("claude-code")
 @handle_errors
-def install(scope: Scope = "project") -> None:
+def install(scope: Scope = "project", settings: Settings = None) -> None:
     """Add the hook entries, keeping every other setting and hook (idempotent)."""
-    done = claude_code.install(_path(scope))
+    done = claude_code.install(_path(scope, settings))
     if not done.events:
         typer.echo(f"already installed in {done.path}")
         return
@@ -70,9 +82,9 @@ def install(scope: Scope = "project") -> None:
 
 @uninstall_app.command("claude-code")
 @handle_errors
-def uninstall(scope: Scope = "project") -> None:
+def uninstall(scope: Scope = "project", settings: Settings = None) -> None:
     """Remove only this library's hook entries."""
-    done = claude_code.uninstall(_path(scope))
+    done = claude_code.uninstall(_path(scope, settings))
     if not done.events:
         typer.echo(f"nothing to remove in {done.path}")
         return

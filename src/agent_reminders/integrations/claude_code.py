@@ -4,22 +4,17 @@
 input (a JSON object) on stdin, loads the library session of that Claude Code ``session_id``
 from a store, maps the event, saves the session and prints what Claude Code should add:
 
-============================  =========================================================
-hook event                    what the run does
-============================  =========================================================
-``SessionStart``              ``session_start`` (facts, workspace anchor); with
-                              ``source: "compact"`` also a compaction of the library
-                              session, so the preserved reminders (and a recap) are stated
-                              again — Claude Code's compaction removed them from its context
-``UserPromptSubmit``          drains the session's queue (reminders pushed with
-                              ``agent-reminders remind`` or through a bridge)
-``PostToolUse`` / ``…Failure``  ``post_tool_use`` (for ``Bash`` the command and its
-                              stdout + stderr: ``grounded_review``,
-                              ``tool_output_truncated``), then drains the queue
-``PreCompact``                plain text for the summarizer: the reminders to preserve
-``SubagentStart``             the handoff: the reminders the sub-agent inherits
-anything else                 nothing
-============================  =========================================================
+- ``SessionStart``: ``session_start`` (facts, workspace anchor); with ``source: "compact"``
+  also a compaction of the library session, so the preserved reminders (and a recap) are
+  stated again — Claude Code's compaction removed them from its context.
+- ``UserPromptSubmit``: drains the session's queue (reminders pushed with
+  ``agent-reminders remind`` or through a bridge).
+- ``PostToolUse`` / ``PostToolUseFailure``: ``post_tool_use`` (for ``Bash`` the command and
+  its stdout + stderr, or the failure's ``error`` text: ``grounded_review``; an output that
+  Claude Code cut to a preview: ``tool_output_truncated``), then drains the queue.
+- ``PreCompact``: plain text for the summarizer, naming the reminders to preserve.
+- ``SubagentStart``: the handoff, the reminders the sub-agent inherits.
+- anything else: nothing.
 
 Each ``UserPromptSubmit`` and ``PostToolUse`` precedes a model call and counts as one turn
 for TTLs. When something is new the run prints one JSON object,
@@ -29,13 +24,14 @@ it loads and saves, so two runs of one session at once never lose each other's w
 error prints one line on stderr and exits 1 — never 2, which would block Claude Code — and
 leaves the store as it was.
 
-The module imports only what a hook run needs: it runs before every prompt and after every
-tool call.
+:func:`answer_hook` is the event mapping itself, shared with the Claude Agent SDK hooks
+(:mod:`agent_reminders.integrations.claude_agent_sdk`). The module imports only what a hook
+run needs: it runs before every prompt and after every tool call.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import json
 import os
 import sys
@@ -48,7 +44,7 @@ from .._core.envelope import EnvelopeStyle, check_style, render_envelope
 from .._core.errors import AgentRemindersError, ConfigError
 from .._core.records import Reminder
 from .._core.request import ToolCall, ToolResult
-from ..loop.run import fire_event_sync, neutralized, tool_event_payload
+from ..loop.run import fire_event, neutralized, tool_event_payload
 from ..session import Session
 
 if TYPE_CHECKING:
@@ -58,9 +54,12 @@ __all__ = [
     "DEFAULT_STORE",
     "HOOK_EVENTS",
     "HookInputError",
+    "HookReply",
     "HookResult",
     "SCOPES",
     "SettingsChange",
+    "answer_hook",
+    "check_hook_input",
     "hook_command",
     "hook_main",
     "install",
@@ -72,11 +71,12 @@ __all__ = [
 
 DEFAULT_STORE = ".agent-reminders/state.db"  # under the project directory
 LEASE_SECONDS = 30.0
+LEASE_WAIT_SECONDS = 20.0
 _COMPACTED = (
     "Claude Code summarized the earlier conversation; its summary stands in for it. The "
     "standing directives that survive compaction are restated here."
 )
-LEASE_WAIT_SECONDS = 20.0
+_owners = itertools.count(1)  # lease owners of this process: one per hook run
 
 
 class HookInputError(ConfigError):
@@ -91,6 +91,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "PreCompact": ("trigger",),
     "SubagentStart": ("agent_id",),
 }
+# The events that precede a model call: each counts as one turn for TTLs.
+_TURN_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +103,47 @@ class HookResult:
     saved: bool
 
 
+@dataclass(frozen=True, slots=True)
+class HookReply:
+    """What one hook event gives Claude Code, before it is printed or returned.
+
+    Attributes:
+        event: The input's ``hook_event_name``.
+        text: The envelope for ``additionalContext`` or, at ``PreCompact``, the plain
+            instruction for the summarizer; ``""`` when there is nothing new.
+    """
+
+    event: str
+    text: str
+
+    def hook_output(self) -> dict[str, Any] | None:
+        """``{"hookSpecificOutput": {hookEventName, additionalContext}}``, or ``None`` when
+        there is nothing to add or the event takes plain text (``PreCompact``)."""
+        if not self.text or self.event == "PreCompact":
+            return None
+        return {"hookSpecificOutput": {"hookEventName": self.event, "additionalContext": self.text}}
+
+    def stdout(self) -> str:
+        """What the hook command prints: the JSON output, the plain text, or ``""``."""
+        output = self.hook_output()
+        if output is not None:
+            return json.dumps(output, ensure_ascii=False)
+        return self.text
+
+
 def project_dir(hook_input: Mapping[str, Any], env: Mapping[str, str]) -> Path:
     """``$CLAUDE_PROJECT_DIR``, else the input's ``cwd``, else the current directory."""
     given = env.get("CLAUDE_PROJECT_DIR") or hook_input.get("cwd")
     return Path(given) if isinstance(given, str) and given else Path.cwd()
 
 
-def _check_input(value: object) -> dict[str, Any]:
+def check_hook_input(value: object) -> dict[str, Any]:
+    """``value`` if it is a hook input this module can map (05 §4), else one clear error.
+
+    Raises:
+        HookInputError: not a JSON object, no ``session_id`` / ``hook_event_name``, or a
+            field the event needs is missing (``prompt``, ``tool_name``, ...).
+    """
     if not isinstance(value, dict):
         raise HookInputError(f"hook input must be a JSON object, not {type(value).__name__}")
     for key in ("session_id", "hook_event_name"):
@@ -128,27 +164,33 @@ def _session_config(project: Path) -> dict[str, Any]:
     }
 
 
-def _tool_text(response: object) -> str:
-    """A tool response as the text the providers read: a ``Bash`` response's stdout and
-    stderr, a string as is, anything else as JSON."""
+def _tool_result(event: str, response: object) -> ToolResult:
+    """A tool response as the result the providers read.
+
+    A ``Bash`` response gives its stdout and stderr; when Claude Code kept a large output in
+    a file and showed the model only a preview (``persistedOutputPath``), the result is
+    truncated at ``persistedOutputSize``. ``PostToolUseFailure`` carries the ``error`` text.
+    """
+    truncated, size = False, None
     if isinstance(response, str):
-        return response
-    if isinstance(response, Mapping) and ("stdout" in response or "stderr" in response):
+        text = response
+    elif isinstance(response, Mapping) and ("stdout" in response or "stderr" in response):
         parts = [str(response.get(k) or "") for k in ("stdout", "stderr")]
-        return "\n".join(p for p in parts if p)
-    return json.dumps(response, ensure_ascii=False, sort_keys=True)
-
-
-def _tool_ok(event: str, response: object) -> bool:
-    if event == "PostToolUseFailure":
-        return False
+        text = "\n".join(p for p in parts if p)
+        if response.get("persistedOutputPath"):
+            truncated = True
+            given = response.get("persistedOutputSize")
+            size = given if type(given) is int and given >= 0 else None
+    else:
+        text = json.dumps(response, ensure_ascii=False, sort_keys=True)
+    ok = event != "PostToolUseFailure"
     if isinstance(response, Mapping):
         if response.get("interrupted") is True or response.get("is_error") is True:
-            return False
+            ok = False
         code = response.get("exit_code", response.get("returncode"))
         if type(code) is int and code != 0:
-            return False
-    return True
+            ok = False
+    return neutralized(ToolResult(content=text, ok=ok, truncated=truncated, original_size=size))
 
 
 def _preserve_text(reminders: Sequence[Reminder]) -> str:
@@ -164,7 +206,7 @@ def _preserve_text(reminders: Sequence[Reminder]) -> str:
 
 
 def _deliver(session: Session, seam: str | None, *, counts_as_turn: bool) -> str:
-    """Drain at ``seam``, commit the envelope; the text of what is new for the model."""
+    """Drain at ``seam`` (if any), commit the envelope; the text of what is new for the model."""
     before = len(session.transcript)
     if seam is not None:
         session.run_seam(seam)
@@ -175,40 +217,163 @@ def _deliver(session: Session, seam: str | None, *, counts_as_turn: bool) -> str
     return "\n\n".join(str(m["content"]) for m in new if isinstance(m["content"], str))
 
 
-def _map_event(session: Session, hook_input: Mapping[str, Any], style: EnvelopeStyle) -> str:
-    """Do what ``hook_input`` asks of ``session``; returns the stdout text."""
+async def _start(session: Session) -> None:
+    session.started = True
+    await fire_event(session, None, "session_start", {"task": None})
+
+
+def _archived_messages(transcript_path: object) -> int:
+    """How many user and assistant messages Claude Code's compaction summarized, read from
+    its transcript (JSON lines): those since the last ``compact_boundary`` — or, once the
+    new boundary and summary are written, those between the last two boundaries. 0 when
+    the transcript cannot be read (then no recap states a count)."""
+    if not isinstance(transcript_path, str) or not transcript_path:
+        return 0
+    counts, summarized = [0], False
+    try:
+        with open(transcript_path, encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                kind = entry.get("type") if isinstance(entry, dict) else None
+                if kind == "system" and entry.get("subtype") == "compact_boundary":
+                    counts.append(0)
+                    summarized = False
+                elif kind == "user" and entry.get("isCompactSummary"):
+                    summarized = True
+                elif kind in ("user", "assistant") and not entry.get("isMeta"):
+                    counts[-1] += 1
+    except OSError:
+        return 0
+    return counts[-2] if summarized and len(counts) > 1 else counts[-1]
+
+
+async def _map_event(
+    session: Session, hook_input: Mapping[str, Any], *, implicit_start: bool
+) -> str:
+    """Do what ``hook_input`` asks of ``session``; the text for Claude Code (or ``""``).
+
+    Provider I/O (the fact store) and reading Claude Code's transcript run in a worker
+    thread, so the SDK's event loop is never blocked on disk."""
     event = hook_input["hook_event_name"]
-    context = ""
+    if implicit_start and not session.started and event in _TURN_EVENTS:
+        await _start(session)
     if event == "SessionStart":
-        session.started = True
-        fire_event_sync(session, None, "session_start", {"task": None})
-        if hook_input.get("source") == "compact":
-            session.compact(keep_last=0, summary=_COMPACTED)
-        context = _deliver(session, "iteration_start", counts_as_turn=False)
-    elif event == "UserPromptSubmit":
-        context = _deliver(session, "iteration_start", counts_as_turn=True)
-    elif event in ("PostToolUse", "PostToolUseFailure"):
+        source = hook_input.get("source")
+        if source == "compact":  # Claude Code's context is now its summary: restate
+            import anyio.to_thread
+
+            path = hook_input.get("transcript_path")
+            archived = await anyio.to_thread.run_sync(_archived_messages, path)
+            session.compact(keep_last=0, summary=_COMPACTED, archived_messages=archived)
+        # A resumed session keeps what it was told (Claude Code reloads its transcript);
+        # a new, cleared or compacted context gets the session start's facts again.
+        if not session.started or source in ("clear", "compact"):
+            await _start(session)
+        return _deliver(session, None, counts_as_turn=False)
+    if event == "UserPromptSubmit":
+        return _deliver(session, "iteration_start", counts_as_turn=True)
+    if event in ("PostToolUse", "PostToolUseFailure"):
         arguments = hook_input.get("tool_input")
         call = ToolCall(
             id=str(hook_input.get("tool_use_id") or "tool"),
             name=str(hook_input["tool_name"]),
             arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
         )
-        response = hook_input.get("tool_response", hook_input.get("error"))
-        text = _tool_text(response)
-        result = neutralized(ToolResult(content=text, ok=_tool_ok(event, response)))
-        fire_event_sync(session, None, "post_tool_use", tool_event_payload(call, result))
-        context = _deliver(session, "post_tool_dispatch", counts_as_turn=True)
-    elif event == "PreCompact":
+        result = _tool_result(event, hook_input.get("tool_response", hook_input.get("error")))
+        await fire_event(session, None, "post_tool_use", tool_event_payload(call, result))
+        return _deliver(session, "post_tool_dispatch", counts_as_turn=True)
+    if event == "PreCompact":
         return _preserve_text(session.transcript.reminders)
-    elif event == "SubagentStart":
+    if event == "SubagentStart":
         inherited = session.handoff()
-        if inherited:
-            context = render_envelope(inherited, style=style)
-    if not context:
-        return ""
-    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
-    return json.dumps(output, ensure_ascii=False)
+        return render_envelope(inherited, style=session.envelope_style) if inherited else ""
+    return ""
+
+
+async def answer_hook(
+    hook_input: object,
+    *,
+    store: Store | None = None,
+    store_url: str | None = None,
+    session: Session | None = None,
+    style: str = "context_directives",
+    env: Mapping[str, str] | None = None,
+    implicit_start: bool = False,
+) -> HookReply:
+    """Map one hook event: the part the hook command and the Claude Agent SDK hooks share.
+
+    With ``session``, that in-process session answers every event (nothing is stored; its
+    own envelope style applies). Otherwise the library session of the input's
+    ``session_id`` is loaded from ``store`` (an open store, left open), or from the store at
+    ``store_url`` (default: ``sqlite:<project>/.agent-reminders/state.db``, ``<project>``
+    being ``$CLAUDE_PROJECT_DIR`` in ``env``, else the input's ``cwd``), under the session's
+    lease, and saved in one write after the event. A session's first event is saved with
+    the session's creation, so a failure leaves the store as it was.
+
+    ``implicit_start=True`` (for hosts that never send ``SessionStart``, as the Python Claude
+    Agent SDK) does the session start's work — facts, workspace anchor — at the first
+    ``UserPromptSubmit`` or ``PostToolUse`` of a session that has not started.
+
+    Raises:
+        HookInputError: the input is not an object or lacks a field its event needs.
+        AgentRemindersError: the store cannot be opened, or a provider failed; the store is
+            then unchanged.
+    """
+    data = check_hook_input(hook_input)
+    checked = check_style(style)
+    event = data["hook_event_name"]
+    if session is not None:
+        return HookReply(
+            event=event, text=await _map_event(session, data, implicit_start=implicit_start)
+        )
+    project = project_dir(data, os.environ if env is None else env)
+    if store is not None:
+        return await _answer_stored(store, data, project, checked, implicit_start)
+    from ..storage import open_store
+
+    opened = await open_store(store_url or f"sqlite:{project / DEFAULT_STORE}")
+    try:
+        return await _answer_stored(opened, data, project, checked, implicit_start)
+    finally:
+        await opened.close()
+
+
+async def _answer_stored(
+    store: Store,
+    data: Mapping[str, Any],
+    project: Path,
+    style: EnvelopeStyle,
+    implicit_start: bool,
+) -> HookReply:
+    from ..storage import SessionExistsError, UnknownSessionError
+
+    session_id, event = data["session_id"], data["hook_event_name"]
+    config = _session_config(project)
+    owner = f"hook-{os.getpid()}-{next(_owners)}"
+    try:
+        await _claim(store, session_id, owner)
+    except UnknownSessionError:  # the session's first hook run: create it with the result
+        fresh = Session(session_id, envelope_style=style, **config)
+        text = await _map_event(fresh, data, implicit_start=implicit_start)
+        try:
+            await store.create_session(fresh.state())
+            return HookReply(event=event, text=text)
+        except SessionExistsError:  # another run made it first: answer on the stored one
+            await _claim(store, session_id, owner)
+    try:
+        state = await store.load_session(session_id)
+        if state is None:  # pragma: no cover - a claimed session exists
+            raise UnknownSessionError(session_id)
+        session = Session.from_state(state, **config)
+        session.envelope_style = style
+        text = await _map_event(session, data, implicit_start=implicit_start)
+        await store.save_session(session.state())
+    finally:
+        await store.release(session_id, owner)
+    return HookReply(event=event, text=text)
 
 
 async def run_hook(
@@ -218,46 +383,16 @@ async def run_hook(
     style: str = "context_directives",
     env: Mapping[str, str] | None = None,
 ) -> HookResult:
-    """One hook run: load (or create) the session, map the event, save it atomically.
+    """One run of the hook command: load (or create) the session, map the event, save it
+    atomically; what to print (see :func:`answer_hook`).
 
     Raises:
         HookInputError: the input is not an object or lacks a field its event needs.
         AgentRemindersError: the store cannot be opened, or a provider failed; the store is
             then unchanged.
     """
-    from ..storage import SessionExistsError, UnknownSessionError, open_store
-
-    data = _check_input(hook_input)
-    checked_style = check_style(style)
-    environ = os.environ if env is None else env
-    project = project_dir(data, environ)
-    url = store_url or f"sqlite:{project / DEFAULT_STORE}"
-    session_id = data["session_id"]
-    owner = f"hook-{os.getpid()}-{id(data):x}"
-    store = await open_store(url)
-    config = _session_config(project)
-    try:
-        try:
-            await _claim(store, session_id, owner)
-        except UnknownSessionError:  # the session's first hook run
-            fresh = Session(session_id, envelope_style=checked_style, **config)
-            # another hook run of this session may have made it first
-            with contextlib.suppress(SessionExistsError):
-                await store.create_session(fresh.state())
-            await _claim(store, session_id, owner)
-        try:
-            state = await store.load_session(session_id)
-            if state is None:  # pragma: no cover - claimed sessions exist
-                raise UnknownSessionError(session_id)
-            session = Session.from_state(state, **config)
-            session.envelope_style = checked_style
-            stdout = _map_event(session, data, checked_style)
-            await store.save_session(session.state())
-        finally:
-            await store.release(session_id, owner)
-    finally:
-        await store.close()
-    return HookResult(stdout=stdout, saved=True)
+    reply = await answer_hook(hook_input, store_url=store_url, style=style, env=env)
+    return HookResult(stdout=reply.stdout(), saved=True)
 
 
 async def _claim(store: Store, session_id: str, owner: str) -> None:
@@ -279,34 +414,63 @@ async def _claim(store: Store, session_id: str, owner: str) -> None:
         delay = min(delay * 2, 0.1)
 
 
+_USAGE = "usage: agent-reminders hook claude-code [--store URL] [--style STYLE] [--debug]"
+_STYLES = ("context_directives", "system_reminder")
+
+
+def _parse(argv: Sequence[str]) -> tuple[str | None, str, bool]:
+    """``(store, style, debug)`` from the command's options (no argparse: this runs before
+    every prompt, and a usage error must stay one line and exit 1, never 2)."""
+    store, style, debug = None, "context_directives", False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, eq, value = arg.partition("=")
+        if name in ("--store", "--style"):
+            if not eq:
+                if not args:
+                    raise ConfigError(f"{name} needs a value; {_USAGE}")
+                value = args.pop(0)
+            if name == "--store":
+                store = value
+            elif value in _STYLES:
+                style = value
+            else:
+                raise ConfigError(f"--style must be one of {', '.join(_STYLES)}; got {value!r}")
+        elif arg == "--debug":
+            debug = True
+        else:
+            raise ConfigError(f"unknown argument {arg!r}; {_USAGE}")
+    return store, style, debug
+
+
 def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
-    """``agent-reminders hook claude-code [--store URL] [--style S]``; returns the exit code."""
-    import argparse
+    """``agent-reminders hook claude-code [--store URL] [--style S]``; returns the exit code.
 
-    import anyio
-
-    parser = argparse.ArgumentParser(prog="agent-reminders hook claude-code")
-    parser.add_argument("--store", default=None, help="store URL (default: the project's)")
-    parser.add_argument(
-        "--style", default="context_directives", choices=("context_directives", "system_reminder")
-    )
-    parser.add_argument("--debug", action="store_true")
+    Any failure prints one line on stderr and returns 1 (Claude Code shows it and goes on);
+    never 2, which would block the user's prompt or tool call. ``--debug`` lets the
+    exception through instead.
+    """
+    if "--help" in argv or "-h" in argv:
+        print(_USAGE)
+        return 0
+    debug = "--debug" in argv
     try:
-        args = parser.parse_args(list(argv))
-    except SystemExit:
-        return 1  # argparse printed its one line; exit 1, never 2 (2 blocks Claude Code)
-    source = sys.stdin if stdin is None else stdin
-    try:
+        store, style, debug = _parse(argv)
+        source = sys.stdin if stdin is None else stdin
         try:
             hook_input = json.loads(source.read())
         except json.JSONDecodeError as exc:
             raise HookInputError(f"hook input is not JSON: {exc}") from None
-        result = anyio.run(lambda: run_hook(hook_input, store_url=args.store, style=args.style))
-    except (AgentRemindersError, OSError, ValueError, TypeError) as exc:
-        if args.debug:
+        import anyio
+
+        result = anyio.run(lambda: run_hook(hook_input, store_url=store, style=style))
+    except Exception as exc:  # the process boundary: one line, exit 1, nothing on stdout
+        if debug:
             raise
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"agent-reminders hook: {message}", file=sys.stderr)
+        said = " ".join(str(exc).split())
+        kind = "" if isinstance(exc, AgentRemindersError | OSError) else f"{type(exc).__name__}: "
+        print(f"agent-reminders hook: {kind}{said or type(exc).__name__}", file=sys.stderr)
         return 1
     if result.stdout:
         sys.stdout.write(result.stdout + "\n")
@@ -341,13 +505,15 @@ def settings_path(scope: str, *, project: Path, home: Path) -> Path:
 
 
 def hook_command() -> str:
-    """The command line Claude Code should run: this installation's ``agent-reminders``."""
+    """The command line Claude Code should run: this installation's ``agent-reminders``
+    (the script beside the running interpreter, as a virtual environment has it), else
+    ``python -m agent_reminders`` with the running interpreter — never whichever
+    ``agent-reminders`` happens to come first on ``PATH``."""
     import shlex
-    import shutil
 
-    found = shutil.which("agent-reminders")
-    if found:
-        return f"{shlex.quote(found)} {_MARK}"
+    script = Path(sys.executable).with_name("agent-reminders")
+    if script.is_file() and os.access(script, os.X_OK):
+        return f"{shlex.quote(str(script))} {_MARK}"
     return f"{shlex.quote(sys.executable)} -m agent_reminders {_MARK}"
 
 

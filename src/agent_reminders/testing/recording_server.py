@@ -94,6 +94,61 @@ def _text(content: Any) -> str:
     return "".join(str(b.get("text", "")) for b in content or [] if isinstance(b, Mapping))
 
 
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    """An Anthropic message to send as server-sent events instead of one JSON body."""
+
+    message: dict[str, Any]
+
+
+_DELTA_CHARS = 40  # text and tool input arrive in pieces of this size, as from the real API
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i : i + _DELTA_CHARS] for i in range(0, len(text), _DELTA_CHARS)] or [""]
+
+
+def _sse_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The Messages API's stream for ``message``: (event name, data) in order."""
+    usage = dict(message.get("usage") or {})
+    output_tokens = usage.get("output_tokens", 0)
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {**usage, "output_tokens": min(1, output_tokens)}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(message.get("content") or []):
+        if block["type"] == "tool_use":
+            opening = {**block, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in _pieces(json.dumps(block["input"]))
+            ]
+        else:
+            opening = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            )
+        )
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    stop = {"stop_reason": message.get("stop_reason"), "stop_sequence": None}
+    events.append(
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": stop, "usage": {"output_tokens": output_tokens}},
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
 def _error_body(api: Api, status: int, message: str) -> dict[str, Any]:
     kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error"}
     kind |= {429: "rate_limit_error", 529: "overloaded_error"}
@@ -117,9 +172,10 @@ class RecordingModelServer:
 
     It listens on ``127.0.0.1`` on a free port, in a background thread, and speaks enough of
     ``POST /v1/chat/completions``, ``POST /v1/responses`` and Anthropic's ``POST /v1/messages``
-    (non-streaming) for the real ``openai`` and ``anthropic`` clients to run a multi-turn,
-    tool-using session against it. ``base_url`` (``http://127.0.0.1:PORT/v1``) works for both
-    SDKs: requests are routed by the end of their path.
+    (also streamed) for the real ``openai`` and ``anthropic`` clients — and the Claude Code
+    CLI — to run a multi-turn, tool-using session against it. ``base_url``
+    (``http://127.0.0.1:PORT/v1``) works for both SDKs: requests are routed by the end of
+    their path; the Claude Code CLI takes the root, ``url``, as ``ANTHROPIC_BASE_URL``.
 
     ``script`` is a list of replies, played in order whatever the API (``loop=True`` starts over
     instead of running out), or a callable ``fn(recorded_request) -> reply``. A reply is what
@@ -145,7 +201,15 @@ class RecordingModelServer:
     ``usage`` ``{input_tokens, output_tokens, cached_input_tokens}`` is mapped to each API's
     fields (for Anthropic ``input_tokens`` is the whole prompt, so ``cache_read_input_tokens``
     = cached and ``input_tokens`` = the rest). With ``cached_tokens=False`` no cached-token
-    figure is sent at all, as many OpenAI-compatible servers do. A request that asks for
+    figure is sent at all, as many OpenAI-compatible servers do.
+
+    Streaming: an Anthropic Messages request with ``"stream": true`` (what the Claude Code CLI
+    and the Claude Agent SDK send) is answered with the server-sent events of the Messages API
+    — ``message_start``, then per content block ``content_block_start``,
+    ``content_block_delta`` (``text_delta`` / ``input_json_delta``) and
+    ``content_block_stop``, then ``message_delta`` (stop reason, output tokens) and
+    ``message_stop`` — carrying the same message and usage as the non-streaming answer;
+    ``replies`` keeps that message. A Chat Completions or Responses request asking for
     ``"stream": true``, an unknown path, a body that is not JSON, an exhausted script or a
     handler that raises gets an HTTP error (400, 404, 400, 500, 500) whose message says why;
     handler exceptions are also kept in ``errors``.
@@ -258,6 +322,9 @@ class RecordingModelServer:
                     self.command, self.path, dict(self.headers.items()), raw
                 )
                 record(status, payload)
+                if isinstance(payload, _Stream):
+                    self._stream(payload)
+                    return
                 data = json.dumps(payload).encode("utf-8")
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -267,9 +334,23 @@ class RecordingModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _stream(self, stream: _Stream) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                for name, data in _sse_events(stream.message):
+                    event = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+
         return Handler
 
     def _record_reply(self, status: int, payload: Any) -> None:
+        if isinstance(payload, _Stream):
+            payload = payload.message
         with self._lock:
             self.replies.append((status, payload))
 
@@ -298,8 +379,10 @@ class RecordingModelServer:
             return 404, _error_body("chat", 404, f"unknown path {parts.path}; known: {known}"), {}
         if not isinstance(body, dict):
             return 400, _error_body(api, 400, "the request body is not a JSON object"), {}
-        if body.get("stream"):
-            return 400, _error_body(api, 400, "RecordingModelServer does not stream"), {}
+        stream = body.get("stream") is True
+        if stream and api != "messages":
+            message = "RecordingModelServer does not stream Chat Completions or Responses"
+            return 400, _error_body(api, 400, message), {}
         try:
             reply = self._reply(record)
         except Exception as exc:
@@ -325,7 +408,8 @@ class RecordingModelServer:
         if delay > 0:
             time.sleep(delay)
         usage = raw_usage if raw_usage is not None else self._usage(api, body, response)
-        return 200, self._render(api, body, response, usage), {}
+        rendered = self._render(api, body, response, usage)
+        return 200, _Stream(rendered) if stream else rendered, {}
 
     def _reply(self, record: RecordedRequest) -> ServerReply:
         if self._handler is not None:
