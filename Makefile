@@ -37,7 +37,7 @@ docs: $(STAMP)
 test: lint typecheck pytest docs
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/agent-reminders demo
 
 bench: $(STAMP)
 	$(BIN)/python bench/turn_cost.py

@@ -6,7 +6,7 @@ message, the model answers, ``post_turn`` ages the reminders. At the end the suc
 requests are checked with ``check_append_only``: every request begins with the previous one,
 except across the compaction, which is the one sanctioned (and evented) break.
 
-Run: make demo
+Run: python examples/quickstart.py (`make demo` runs the full demo: `agent-reminders demo`).
 """
 
 from __future__ import annotations

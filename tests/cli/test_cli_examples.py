@@ -147,6 +147,7 @@ def test_readme_example_runs() -> None:
     "doc",
     [
         "docs/core.md",
+        "docs/demo.md",
         "docs/session-loop.md",
         "docs/facts.md",
         "docs/generators.md",

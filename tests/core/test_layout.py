@@ -25,6 +25,8 @@ PUBLIC_MODULES = [
     "agent_reminders.bridge",
     "agent_reminders.cli",
     "agent_reminders.config",
+    "agent_reminders.demo",
+    "agent_reminders.demo.scenario",
     "agent_reminders.facts",
     "agent_reminders.generators",
     "agent_reminders.hooks",

@@ -12,6 +12,7 @@ from .client import BridgeClient, Notification
 from .config import BridgeSettings, load_settings
 from .dispatcher import Dispatcher
 from .errors import RpcError, SessionBusyError, error_object
+from .request_log import append_request, request_log_line, request_log_record
 
 __all__ = [
     "Bridge",
@@ -23,6 +24,9 @@ __all__ = [
     "Notification",
     "RpcError",
     "SessionBusyError",
+    "append_request",
     "error_object",
     "load_settings",
+    "request_log_line",
+    "request_log_record",
 ]

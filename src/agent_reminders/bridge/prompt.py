@@ -11,11 +11,7 @@ Every notification is awaited before the prompt's response is returned.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import anyio.to_thread
 
 from .._core.events import EventRecord, Kind
 from .._core.records import Reminder
@@ -24,6 +20,7 @@ from ..hooks import Hooks
 from ..loop.run import agent_loop
 from ..session import Session
 from .live import LivePrompt
+from .request_log import append_request
 
 if TYPE_CHECKING:
     from .acp import Bridge, Connection
@@ -35,20 +32,6 @@ STOP_REASONS = {
     "max_iterations": "max_turn_requests",
     "cancelled": "cancelled",
 }
-
-
-def _plain(value: Any) -> Any:
-    # request messages are read-only views; the log wants plain JSON
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    if hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return [_plain(v) for v in value]
-
-
-def _append_line(path: Path, line: str) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(line + "\n")
 
 
 def _emitted(reminder: Reminder) -> dict[str, Any]:
@@ -141,16 +124,7 @@ class PromptRun:
         await bridge.store.save_session(self.session.state())
         log_path = bridge.settings.request_log
         if log_path is not None:
-            line = json.dumps(
-                {
-                    "session_id": request.session_id,
-                    "turn": request.turn,
-                    "system": request.system,
-                    "messages": _plain(list(request.messages)),
-                },
-                ensure_ascii=False,
-            )
-            await anyio.to_thread.run_sync(_append_line, log_path, line)
+            await append_request(log_path, request)
         await self.flush()
         response = await bridge.model(request)
         await self.live.pick_up(bridge.store)

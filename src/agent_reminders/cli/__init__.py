@@ -19,6 +19,7 @@ from .._core.errors import explain as _explain
 from .._version import __version__
 from .audit import audit
 from .common import handle_errors, state
+from .demo import demo
 from .facts import facts_app
 from .hook import hook_app
 from .remind import pending, remind, revoke
@@ -92,6 +93,7 @@ app.command(name="remind")(remind)
 app.command(name="pending")(pending)
 app.command(name="revoke")(revoke)
 app.command(name="audit")(audit)
+app.command(name="demo")(demo)
 
 
 def _print_version(value: bool) -> None:

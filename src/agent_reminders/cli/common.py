@@ -13,7 +13,15 @@ import typer
 
 from .._core.errors import AgentRemindersError
 
-__all__ = ["emit_json", "fail", "handle_errors", "is_terminal", "safe_text", "state"]
+__all__ = [
+    "emit_json",
+    "fail",
+    "handle_errors",
+    "is_terminal",
+    "safe_text",
+    "state",
+    "strip_control",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,7 +76,12 @@ def emit_json(data: Any) -> None:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
+def strip_control(text: str) -> str:
+    """``text`` without control characters (line breaks and tabs go too; spaces stay)."""
+    return _CONTROL.sub("", text)
+
+
 def safe_text(text: str) -> str:
     """Text for one line of a terminal or a table cell: line breaks and tabs become spaces,
     other control characters go."""
-    return _CONTROL.sub("", " ".join(text.split()))
+    return strip_control(" ".join(text.split()))

@@ -1,0 +1,229 @@
+"""``agent-reminders demo``: a scripted coding-agent session, its timeline and its audit (07).
+
+The timeline is ``rich`` on a terminal and plain lines when piped; the request log and the
+HTML report go to ``--out``; the audit summary comes last (``--json``: the audit object only).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..demo.scenario import CONTEXT_WINDOW, DEFAULT_TURNS, MAX_TURNS, MIN_TURNS
+from .common import fail, handle_errors, is_terminal, strip_control
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..audit import AuditReport
+    from ..demo import DemoResult, Row
+
+__all__ = [
+    "ALL_FILES",
+    "DEFAULT_OUT",
+    "LEGEND",
+    "REPORT_FILE",
+    "REQUESTS_FILE",
+    "demo",
+    "plain_lines",
+]
+
+DEFAULT_OUT = Path(".agent-reminders") / "demo"
+REQUESTS_FILE = "demo-requests.jsonl"
+REPORT_FILE = "demo-report.html"
+ALL_FILES = (REQUESTS_FILE, REPORT_FILE)
+"""What the demo writes into ``--out``."""
+LEGEND = (
+    "sent = the directives a request carried, each once (later requests repeat the message "
+    "as it was, so the prefix stays the same); fired = a new reminder and the event that made "
+    "it, for the next request; * = a short repeat: the text is unchanged, so a one-line note "
+    "goes out instead."
+)
+_PIPED_WIDTH = 100  # the same bytes whatever the environment says about columns
+_STYLE = {
+    "note": "bold",
+    "user": "bold cyan",
+    "sent": "green",
+    "model": "",
+    "fired": "yellow",
+    "host": "magenta",
+    "expired": "red",
+    "audit": "magenta",
+}
+
+
+def _audit(path: Path) -> AuditReport:
+    """The audit of the demo's request log (the one place the demo calls the audit)."""
+    from ..audit import audit_file
+
+    return audit_file(path, format="log")
+
+
+def _write_requests(result: DemoResult, path: Path) -> None:
+    from ..bridge.request_log import request_log_line
+
+    text = "".join(request_log_line(request) + "\n" for request in result.requests)
+    path.write_text(text, encoding="utf-8")
+
+
+def _verdict(result: DemoResult, report: AuditReport) -> tuple[str, bool]:
+    """One sentence on the prefix breaks, and whether they are exactly the compaction."""
+    breaks = report.prefix_breaks
+    at = result.compaction_request
+    if [b.request for b in breaks] == [at]:
+        b = breaks[0]
+        return (
+            f"1 prefix break, at request {at} (message {b.message}, {b.reason}): the "
+            "compaction, the one sanctioned break. Every other request began with the request "
+            "before it, byte for byte, so a provider's prompt cache could reuse it; "
+            f"uncached ÷ final is {report.uncached_over_final:.2f} rather than 1.0 because "
+            "the history after the compaction had to be prefilled again.",
+            True,
+        )
+    found = ", ".join(f"request {b.request} ({b.reason})" for b in breaks) or "none"
+    return (f"expected one prefix break, at request {at} (the compaction); found: {found}", False)
+
+
+def plain_lines(rows: Iterable[Row]) -> list[str]:
+    """The timeline as plain lines (piped output): a title line per row, one line per entry."""
+    out: list[str] = []
+    for row in rows:
+        title = strip_control(row.title)
+        out.append(title if row.turn is not None else f"-- {title} " + "-" * (60 - len(title)))
+        for entry in row.entries:
+            label = "" if entry.kind == "note" else entry.kind
+            out.append(f"   {label:<8}{strip_control(entry.text)}".rstrip())
+    return out
+
+
+def _print_rich(rows: Sequence[Row], console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=True, header_style="bold", show_lines=True)
+    table.add_column("turn", no_wrap=True)
+    table.add_column("what happened")
+    for row in rows:
+        cell = Text()
+        for index, entry in enumerate(row.entries):
+            if index:
+                cell.append("\n")
+            if entry.kind != "note":
+                cell.append(f"{entry.kind:<8}", style=f"bold {_STYLE[entry.kind]}".strip())
+            cell.append(strip_control(entry.text), style=_STYLE[entry.kind])
+        table.add_row(
+            Text(strip_control(row.title), style="bold" if row.turn is None else ""), cell
+        )
+    console.print(table)
+
+
+def _print(
+    result: DemoResult, report: AuditReport, verdict: str, requests: Path, html: Path
+) -> None:
+    from rich.console import Console
+
+    from ..audit import print_table
+
+    terminal = is_terminal()
+    if terminal:
+        console = Console()
+        _print_rich(result.rows, console)
+        console.print(LEGEND, style="dim")
+    else:
+        console = Console(file=sys.stdout, width=_PIPED_WIDTH, color_system=None)
+        for line in plain_lines(result.rows):
+            typer.echo(line)
+        typer.echo(LEGEND)
+    typer.echo("")
+    print_table(report, console)
+    overhead = (
+        f"Directives are {report.directive_overhead:.0%} of the prompt tokens because this "
+        f"session is tiny (a {CONTEXT_WINDOW:,}-token window): the envelope instructions "
+        "(once per context) and workspace_anchor's one-line note in every request weigh far "
+        "less in a real agent's prompts."
+    )
+    if terminal:
+        console.print(verdict, style="bold green")
+        console.print(overhead)
+    else:
+        typer.echo(verdict)
+        typer.echo(overhead)
+    typer.echo(
+        f"wrote {requests} ({len(result.requests)} requests, the request log of "
+        f"serve --request-log) and {html} (the audit report: open it in a browser)"
+    )
+    typer.echo(f"audit them yourself: agent-reminders audit {requests}")
+
+
+@handle_errors
+def demo(
+    turns: Annotated[
+        int,
+        typer.Option(
+            "--turns",
+            min=MIN_TURNS,
+            max=MAX_TURNS,
+            help="Requests of the parent session in the scripted run; with --model it bounds "
+            "each task the same way.",
+        ),
+    ] = DEFAULT_TURNS,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help=f"Folder for {REQUESTS_FILE} and {REPORT_FILE} (made when missing)."
+        ),
+    ] = DEFAULT_OUT,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Run the same task on a real backend: openai:NAME, openai-responses:NAME, "
+            "anthropic:NAME (or scripted:PATH).",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="An OpenAI-compatible server (vLLM, llama.cpp, Ollama)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print only the audit object (JSON), no timeline.")
+    ] = False,
+) -> None:
+    """Run a scripted coding-agent session offline and show what the reminders did.
+
+    About 30 turns of the real agent_loop on a scripted model, with the canonical providers,
+    a generator, hooks, host pushes in each delivery mode, a compaction and a sub-agent. It
+    prints the timeline (each turn: what fired and why, what the request carried, what
+    expired), writes the parent session's requests and the audit report to --out, and ends
+    with the audit: exactly one prefix break, at the compaction. The same bytes on every run.
+    Exit 1 when the audit finds any other break.
+    """
+    from ..audit import render_html
+    from ..demo import run_demo
+    from ..models import parse_model_spec
+
+    if base_url is not None and model is None:
+        raise fail("--base-url needs --model (e.g. --model openai:NAME --base-url URL)")
+    backend = None if model is None else parse_model_spec(model, base_url=base_url)
+    result = run_demo(turns=turns, model=backend)
+    out.mkdir(parents=True, exist_ok=True)
+    requests_path = out / REQUESTS_FILE
+    _write_requests(result, requests_path)
+    report = _audit(requests_path)
+    report_path = out / REPORT_FILE
+    report_path.write_text(render_html(report), encoding="utf-8")
+    verdict, held = _verdict(result, report)
+    if as_json:
+        # the keys in the order of spec 07, as `audit --json` prints them
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        if report.tokenizer_note:
+            typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)
+    else:
+        _print(result, report, verdict, requests_path, report_path)
+    if not held:
+        raise fail(verdict)

@@ -1,0 +1,462 @@
+"""``agent-reminders demo`` (spec 07, "demo in detail"; issue 14 deliverable 1).
+
+The demo runs the real ``agent_loop`` offline on a built-in script: every run gives the same
+bytes (stdout piped, the request log, the HTML report); its reminders follow the lifecycle
+of spec 01/02 (checked here on the event log, reminder by reminder); its request log is the
+one ``serve --request-log`` writes; and the audit of it finds exactly one prefix break, at
+the compaction. ``--model``/``--base-url`` run the same task on a real backend, here the
+recording model server behind the real ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_reminders import EventRecord, ModelRequest, ModelResponse, Usage, check_append_only
+from agent_reminders.audit import audit_file, audit_requests
+from agent_reminders.bridge import request_log_line
+from agent_reminders.cli import app
+from agent_reminders.demo import (
+    DEFAULT_TURNS,
+    MAX_TURNS,
+    MIN_TURNS,
+    DemoResult,
+    demo_script,
+    run_demo,
+)
+from agent_reminders.demo.sandbox import Sandbox
+from agent_reminders.testing import FunctionModel, RecordingModelServer
+
+# the module, not the command function of the same name that agent_reminders.cli exports
+cli_demo = importlib.import_module("agent_reminders.cli.demo")
+ROOT = Path(__file__).resolve().parents[2]
+SRC = str(ROOT / "src")
+runner = CliRunner()
+AUDIT_KEYS = [
+    "format",
+    "encoding",
+    "requests",
+    "prompt_tokens",
+    "final_prompt_tokens",
+    "prefix_breaks",
+    "reuse",
+    "uncached_tokens",
+    "uncached_over_final",
+    "cost_ratio",
+    "directive_tokens",
+    "directive_overhead",
+]
+COMPACTION = 14  # task 1 is 14 turns whatever --turns says
+
+
+def demo_command(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """Run ``agent-reminders demo`` in a subprocess (stdout piped) and return its stdout."""
+    full = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_reminders.cli", "demo", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def result() -> DemoResult:
+    return run_demo()
+
+
+# -- same bytes ------------------------------------------------------------------------------
+
+
+def test_two_runs_write_the_same_bytes(tmp_path: Path) -> None:
+    outputs = []
+    for name in ("one", "two"):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        stdout = demo_command(cwd, "--out", "out")
+        files = [(cwd / "out" / f).read_bytes() for f in cli_demo.ALL_FILES]
+        outputs.append((stdout, files))
+    assert outputs[0] == outputs[1]
+    stdout = outputs[0][0]
+    assert "\x1b[" not in stdout  # piped: plain lines, no colour
+    assert stdout.startswith("-- task 1 ")
+    assert "turn 0\n   sent    request 0 " in stdout
+    assert cli_demo.LEGEND in stdout
+    assert "1 prefix break, at request 14 (message 0, message_changed): the compaction" in stdout
+
+
+def test_the_default_output_folder_is_made_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["demo", "--turns", str(MIN_TURNS)])
+    assert result.exit_code == 0, result.output
+    made = tmp_path / cli_demo.DEFAULT_OUT
+    assert sorted(p.name for p in made.iterdir()) == sorted(cli_demo.ALL_FILES)
+    assert f"wrote {cli_demo.DEFAULT_OUT / cli_demo.REQUESTS_FILE} ({MIN_TURNS} requests" in (
+        result.stdout
+    )
+
+
+def test_in_process_runs_are_equal(result: DemoResult) -> None:
+    again = run_demo()
+    assert again.rows == result.rows
+    assert [request_log_line(r) for r in again.requests] == [
+        request_log_line(r) for r in result.requests
+    ]
+    assert [(e.kind, e.payload) for e in again.events] == [
+        (e.kind, e.payload) for e in result.events
+    ]
+
+
+# -- what the run does -----------------------------------------------------------------------
+
+
+def lifecycle(events: Sequence[EventRecord], rid: str) -> list[tuple[str, str, object]]:
+    """(session, kind, detail) of every lifecycle record of reminder ``rid``, in order;
+    detail is the request of a ``fired``, the reason of an ``expired``."""
+    out: list[tuple[str, str, object]] = []
+    for e in events:
+        p = e.payload
+        if p.get("reminder_id") != rid and p.get("replacing_id") != rid:
+            continue
+        kind = e.kind.rsplit(".", 1)[1]
+        detail: object = {
+            "fired": p.get("turn_number"),
+            "expired": (p.get("reason"), p.get("expired_at_turn")),
+            "injected": p.get("source"),
+        }.get(kind)
+        out.append((p["session_id"], kind, detail))
+    return out
+
+
+def reminder_id(events: Sequence[EventRecord], match: Callable[[dict[str, Any]], bool]) -> str:
+    """The id of the first injected reminder whose payload matches."""
+    return next(
+        str(e.payload["reminder_id"])
+        for e in events
+        if e.kind == "transcript.reminder.injected" and match(e.payload)
+    )
+
+
+def test_each_key_reminder_lives_as_the_spec_says(result: DemoResult) -> None:
+    events = result.events
+    rid = {
+        "truncated": reminder_id(events, lambda p: p["tags"] == ["truncation"]),
+        "review": reminder_id(events, lambda p: "grounded_review" in p["tags"]),
+        "editor": reminder_id(events, lambda p: p["tags"] == ["editor"]),
+        "person": reminder_id(events, lambda p: p["tags"] == ["person"]),
+        "hook": reminder_id(events, lambda p: p["source"] == "hook"),
+        "recap": reminder_id(events, lambda p: p["tags"] == ["recap"]),
+        "idle": reminder_id(events, lambda p: p["tags"] == ["idle"]),
+        "tools": reminder_id(events, lambda p: p["tags"] == ["generator", "tools"]),
+    }
+    a, r = "demo", "demo-reviewer"
+    # ttl 1: the truncated read is in exactly one request, the one after the cut output
+    assert lifecycle(events, rid["truncated"]) == [
+        (a, "injected", "stdlib_provider"),
+        (a, "fired", 1),
+        (a, "expired", ("ttl", 1)),
+    ]
+    # ttl 2: the failing pytest run covers two assistant turns
+    assert lifecycle(events, rid["review"]) == [
+        (a, "injected", "stdlib_provider"),
+        (a, "fired", 3),
+        (a, "expired", ("ttl", 4)),
+    ]
+    # finish_step: drained after the tools of turn 2, so in request 3; ttl 4
+    assert lifecycle(events, rid["editor"]) == [
+        (a, "injected", "bridge"),
+        (a, "fired", 3),
+        (a, "expired", ("ttl", 6)),
+    ]
+    # interrupt_immediate, durable and propagate=all: kept by the compaction, committed again
+    # after it (the message that held it was archived), and inherited by the sub-agent
+    assert lifecycle(events, rid["person"]) == [
+        (a, "injected", "bridge"),
+        (a, "fired", 4),
+        (a, "fired", COMPACTION),
+        (r, "injected", "inherited"),
+        (r, "inherited", None),
+        (r, "fired", 0),
+    ]
+    assert lifecycle(events, rid["hook"]) == [
+        (a, "injected", "hook"),
+        (a, "fired", 5),
+        (a, "expired", ("ttl", 6)),
+    ]
+    # the recap is durable (no TTL) and reaches the sub-agent too
+    assert lifecycle(events, rid["recap"]) == [
+        (a, "injected", "stdlib_provider"),
+        (a, "fired", COMPACTION),
+        (r, "injected", "inherited"),
+        (r, "inherited", None),
+        (r, "fired", 0),
+    ]
+    for key in ("idle", "tools"):  # propagate none / ttl 1: the first request after the pause
+        assert lifecycle(events, rid[key]) == [
+            (a, "injected", "stdlib_provider"),
+            (a, "fired", COMPACTION),
+            (a, "expired", ("ttl", COMPACTION)),
+        ]
+
+
+def test_the_interrupt_skips_the_tool_batch_and_audit_only_never_reaches_a_request(
+    result: DemoResult,
+) -> None:
+    skipped = [
+        e.payload["iteration"]
+        for e in result.events
+        if e.kind == "loop.checkpoint" and e.payload["dispatch_skipped"]
+    ]
+    assert skipped == [3]
+    tool_results = [m for m in result.requests[4].messages if m["role"] == "tool"]
+    assert "skipped" in str(tool_results[-1]["content"])
+    (audited,) = result.session.transcript.audit
+    assert audited["mode"] == "audit_only"
+    assert audited["visibility"] == "audit"
+    body = audited["reminder"]["body"]
+    assert all(body not in request_log_line(r) for r in result.requests)
+
+
+def test_token_pressure_builds_from_usage_and_the_compaction_drops_it(result: DemoResult) -> None:
+    pressure = [
+        e.payload["reminder_id"]
+        for e in result.events
+        if e.kind == "transcript.reminder.injected" and e.payload["tags"] == ["token_pressure"]
+    ]
+    assert pressure  # CAUTION, then WARNING, during task 1 only
+    text = request_log_line(result.requests[COMPACTION - 1])
+    assert "Context pressure CAUTION" in text
+    assert "Context pressure WARNING" in text
+    assert "CRITICAL" not in text
+    last = lifecycle(result.events, pressure[-1])
+    assert last[-1] == ("demo", "expired", ("compaction", None))
+    after = "\n".join(request_log_line(r) for r in result.requests[COMPACTION:])
+    assert "Context pressure" not in after
+
+
+def test_a_generator_announces_the_tool_added_for_task_two(result: DemoResult) -> None:
+    before, after = result.requests[COMPACTION - 1], result.requests[COMPACTION]
+    assert "delegate" not in {t["name"] for t in before.tools}
+    assert "delegate" in {t["name"] for t in after.tools}
+    assert "New tool available: delegate" in str(after.messages[-1]["content"])
+
+
+def test_the_timeline_names_what_fired_and_why(result: DemoResult) -> None:
+    text = "\n".join(line for line in cli_demo.plain_lines(result.rows))
+    for fragment in (
+        "tool_output_truncated  <- post_tool_use",
+        "grounded_review  <- post_tool_use",
+        "host:editor  <- finish_step, delivered at post_tool_dispatch",
+        "host:person  <- interrupt_immediate, delivered at pre_tool_dispatch",
+        "-> skipped: a host interrupt came first",
+        "hook:run_tests  <- tool hook",
+        "token_pressure  <- on_budget_threshold",
+        "project_facts  <- session_start",
+        "workspace_anchor  <- session_start",
+        "post_compact_recap  <- post_compact",
+        "idle_nudge  <- session_idle",
+        "generator:tools  <- before_request",
+        "inherited host:person  <- handoff",
+        "lands in the audit trail at loop_exit",
+        "-> blocked by a hook: /srv/vendor is mounted read-only",
+        "reviewer request 0",
+    ):
+        assert fragment in text, fragment
+    titles = [row.title for row in result.rows]
+    assert titles[:2] == ["task 1", "turn 0"]
+    assert titles.index("compaction") < titles.index("task 2") < titles.index("reviewer 0")
+
+
+def test_the_request_log_is_the_one_serve_writes(tmp_path: Path, result: DemoResult) -> None:
+    out = tmp_path / "out"
+    invoked = runner.invoke(app, ["demo", "--out", str(out)])
+    assert invoked.exit_code == 0, invoked.output
+    lines = (out / cli_demo.REQUESTS_FILE).read_text(encoding="utf-8").splitlines()
+    assert lines == [request_log_line(r) for r in result.requests]
+    assert {json.loads(line)["session_id"] for line in lines} == {"demo"}  # the parent only
+
+
+def test_the_docs_quote_the_real_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    invoked = runner.invoke(app, ["demo"])
+    assert invoked.exit_code == 0, invoked.output
+    printed = set(invoked.stdout.splitlines())
+    docs = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
+    quoted = [b.split("```", 1)[0] for b in docs.split("```text\n")[1:]]
+    assert len(quoted) >= 5
+    for block in quoted:
+        for line in block.splitlines():
+            assert line in printed, line
+
+
+# -- the audit ---------------------------------------------------------------------------------
+
+
+def test_exactly_one_prefix_break_at_the_compaction(tmp_path: Path, result: DemoResult) -> None:
+    assert result.compaction_request == COMPACTION
+    breaks = check_append_only([list(r.messages) for r in result.requests])
+    assert [(b.request_index, b.reason) for b in breaks] == [(COMPACTION, "message_changed")]
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["demo", "--out", str(out)]).exit_code == 0
+    report = audit_file(out / cli_demo.REQUESTS_FILE)
+    assert [b.to_json() for b in report.prefix_breaks] == [
+        {"request": COMPACTION, "message": 0, "reason": "message_changed"}
+    ]
+    html = (out / cli_demo.REPORT_FILE).read_text(encoding="utf-8")
+    assert html.lower().startswith("<!doctype html>")
+    assert "<svg" in html
+    assert "message_changed" in html
+
+
+def test_json_prints_the_audit_object_only(tmp_path: Path) -> None:
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--json"])
+    assert invoked.exit_code == 0, invoked.output
+    data = json.loads(invoked.stdout)
+    assert list(data) == AUDIT_KEYS
+    assert data["format"] == "log"
+    assert data["requests"] == DEFAULT_TURNS
+    assert data["prefix_breaks"] == [
+        {"request": COMPACTION, "message": 0, "reason": "message_changed"}
+    ]
+    assert set(data["reuse"]) == {"exact", "openai", "anthropic", "vllm"}
+    assert data == audit_file(tmp_path / cli_demo.REQUESTS_FILE).to_json()
+
+
+@pytest.mark.parametrize("turns", [MIN_TURNS, MAX_TURNS])
+def test_turns_sets_the_number_of_requests(tmp_path: Path, turns: int) -> None:
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--turns", str(turns), "--json"])
+    assert invoked.exit_code == 0, invoked.output
+    data = json.loads(invoked.stdout)
+    assert data["requests"] == turns
+    assert [b["request"] for b in data["prefix_breaks"]] == [COMPACTION]
+
+
+@pytest.mark.parametrize("turns", [MIN_TURNS - 1, MAX_TURNS + 1, 0])
+def test_turns_out_of_range_is_one_error_line(tmp_path: Path, turns: int) -> None:
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--turns", str(turns)])
+    assert invoked.exit_code == 2
+    assert "--turns" in invoked.stderr
+    assert "Traceback" not in invoked.output
+    assert not (tmp_path / cli_demo.REQUESTS_FILE).exists()
+
+
+def test_run_demo_refuses_turns_out_of_range() -> None:
+    with pytest.raises(ValueError, match=f"{MIN_TURNS} to {MAX_TURNS} turns"):
+        run_demo(turns=MIN_TURNS - 1)
+
+
+def test_base_url_without_model_is_one_error_line(tmp_path: Path) -> None:
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--base-url", "http://x/v1"])
+    assert invoked.exit_code == 1
+    assert invoked.stderr.strip() == (
+        "error: --base-url needs --model (e.g. --model openai:NAME --base-url URL)"
+    )
+
+
+def test_a_terminal_gets_the_rich_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_demo, "is_terminal", lambda: True)
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--turns", str(MIN_TURNS)])
+    assert invoked.exit_code == 0, invoked.output
+    assert "┃ turn" in invoked.stdout
+    assert "what happened" in invoked.stdout
+    assert "-- task 1 ---" not in invoked.stdout  # not the plain lines
+    assert "1 prefix break, at request 14" in " ".join(invoked.stdout.split())
+
+
+# -- a real backend ----------------------------------------------------------------------------
+
+
+def test_model_and_base_url_run_the_same_task_on_a_real_backend(tmp_path: Path) -> None:
+    script = demo_script(MIN_TURNS)
+    with RecordingModelServer(script) as server:
+        stdout = demo_command(
+            tmp_path,
+            "--out",
+            "out",
+            "--turns",
+            str(MIN_TURNS),
+            "--model",
+            "openai:demo-model",
+            "--base-url",
+            server.base_url,
+            env={"OPENAI_API_KEY": "test-key"},
+        )
+        bodies = server.bodies("chat")
+    assert len(bodies) == len(script)  # the parent's requests and the reviewer's
+    assert {b["model"] for b in bodies} == {"demo-model"}
+    assert all(b["messages"][0]["role"] == "system" for b in bodies)
+    lines = (tmp_path / "out" / cli_demo.REQUESTS_FILE).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == MIN_TURNS
+    assert "1 prefix break, at request 14 (message 0, message_changed)" in stdout
+    assert "reviewer request 0" in stdout
+
+
+def test_any_model_gets_the_same_tasks_and_its_own_usage_is_kept() -> None:
+    seen: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        seen.append(request)
+        return ModelResponse(
+            message={"role": "assistant", "content": "Nothing to do."},
+            usage=Usage(input_tokens=6_900, output_tokens=10),
+        )
+
+    result = run_demo(model=FunctionModel(answer))
+    assert result.statuses == {"task 1": "completed", "task 2": "completed"}  # no delegate call
+    assert len(result.requests) == 2
+    assert result.compaction_request == 1
+    breaks = check_append_only([list(r.messages) for r in result.requests])
+    assert [b.request_index for b in breaks] == [1]
+    # the backend's usage drives token_pressure (6,910 of 7,000 tokens: CRITICAL)
+    assert any("Context pressure CRITICAL: 99%" in str(m["content"]) for m in seen[1].messages)
+    assert "sent    request 0 (2 messages, 6,900 tokens)" in "\n".join(
+        cli_demo.plain_lines(result.rows)
+    )
+
+
+def test_a_break_other_than_the_compaction_fails_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hi, bye = {"role": "user", "content": "hi"}, {"role": "user", "content": "bye"}
+    log = [{"session_id": "demo", "messages": m} for m in ([hi], [bye], [hi])]
+    monkeypatch.setattr(cli_demo, "_audit", lambda path: audit_requests(log, format="log"))
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--turns", str(MIN_TURNS)])
+    assert invoked.exit_code == 1
+    assert invoked.stderr.strip() == (
+        "error: expected one prefix break, at request 14 (the compaction); found: "
+        "request 1 (message_changed), request 2 (message_changed)"
+    )
+
+
+def test_the_sandbox_tools_answer_a_real_model_s_mistakes() -> None:
+    box = Sandbox()
+    assert box.read_file("/srv/app/docs/usage.md").ok  # an absolute path in the workspace
+    for result, text in (
+        (box.read_file("nope.py"), "read_file: no such file: nope.py"),
+        (box.edit_file("nope.py", "a", "b"), "edit_file: no such file: nope.py"),
+        (box.edit_file("src/app/csv.py", "absent", "b"), "the old text was not found"),
+        (box.bash("ls -la"), "only pytest, rg and git diff run in the demo sandbox"),
+        (box.bash("rg 'unclosed"), "bash: No closing quotation"),
+        (box.bash("rg -n"), "only pytest, rg and git diff"),
+    ):
+        assert not result.ok
+        assert text in result.content
+    assert box.bash("git diff").content == "(no changes)"
+    assert box.rg("read_rows", "src/app/report.py").content.startswith("src/app/report.py:")
