@@ -7,6 +7,7 @@ and import only public modules of ``agent_reminders``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -120,3 +121,16 @@ def fresh_redis_url(redis_url: str) -> str:
     port = int(redis_url.rsplit(":", 1)[1].split("/", 1)[0])
     assert redis_command(port, "FLUSHALL") == b"+OK"
     return redis_url
+
+
+_SHARED_TIKTOKEN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tiktoken"
+
+
+@pytest.fixture(autouse=True)
+def _tiktoken_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests read tiktoken's encodings from the shared offline copy when nothing else is set
+    (the Makefile exports the same folder); a user's machine downloads them as usual. (One
+    conftest for the whole suite: ``--doctest-modules`` imports every conftest.py by its
+    basename, so a second one would clash.)"""
+    if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_TIKTOKEN.is_dir():
+        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(_SHARED_TIKTOKEN))
