@@ -197,6 +197,7 @@ async def test_every_key_of_a_session_is_hash_tagged(
             "ids": "hash",
             "events": "stream",
             "lease": "string",
+            "audit": "list",  # conversation() has an audit entry
         }
 
 

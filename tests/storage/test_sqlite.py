@@ -3,6 +3,7 @@ versions, WAL and durability, and blocking calls kept off the event loop."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -28,7 +29,8 @@ from agent_reminders import (
 from agent_reminders.facts import FactStore
 from agent_reminders.storage import SCHEMA_VERSION, SQLiteStore, UnknownSessionError
 from agent_reminders.storage.sqlite import MIGRATIONS
-from agent_reminders.testing.store_contract import queue_items
+from agent_reminders.testing.builders import assistant
+from agent_reminders.testing.store_contract import conversation, queue_items
 
 pytestmark = pytest.mark.anyio
 
@@ -140,25 +142,83 @@ def test_the_schema_is_versioned(tmp_path: Path) -> None:
     db.close()
 
 
+def downgrade(path: Path, version: int) -> None:
+    """Make a file written by this version look like one of schema ``version``: undo what the
+    later migrations added (what they add is checked to be all they add)."""
+    db = sqlite3.connect(path)
+    if version < 3:  # 2 -> 3: audit rows, the session revision
+        db.execute("DROP TABLE audit")
+        db.execute("ALTER TABLE sessions DROP COLUMN revision")
+    if version < 2:  # 1 -> 2: leases
+        db.execute("DROP TABLE leases")
+    db.execute("UPDATE store_meta SET value = ? WHERE key = 'version'", (str(version),))
+    db.commit()
+    db.close()
+
+
+def schema(path: Path) -> list[tuple[str, str]]:
+    db = sqlite3.connect(path)
+    found = db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+    db.close()
+    return [(name, " ".join(str(sql).split())) for name, sql in found]
+
+
 async def test_a_version_1_file_gains_the_lease_table(tmp_path: Path) -> None:
     """Schema 1 -> 2 adds ``leases`` (spec 06 §3); what the file held is kept."""
     path = tmp_path / "state.db"
     async with SQLiteStore(path) as store:
         await store.create_session(Session(session_id="s1").state())
         await store.enqueue("s1", queue_items("kept")[0])
-    db = sqlite3.connect(path)
-    db.execute("DROP TABLE leases")  # what a file written by schema version 1 looks like
-    db.execute("UPDATE store_meta SET value = '1' WHERE key = 'version'")
-    db.commit()
-    db.close()
-    assert SCHEMA_VERSION == len(MIGRATIONS) == 2
+    current = schema(path)
+    downgrade(path, 1)
+    assert SCHEMA_VERSION == len(MIGRATIONS) == 3
     async with SQLiteStore(path) as store:
         assert [r["body"] for r in await store.pending("s1")] == ["kept"]
         assert await store.claim("s1", "worker-a", 30) is None
     db = sqlite3.connect(path)
-    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "2"
+    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "3"
     assert db.execute("SELECT session_id, owner FROM leases").fetchall() == [("s1", "worker-a")]
     db.close()
+    assert schema(path) == current  # migrated, the file is what a new one would be
+
+
+async def test_a_version_2_file_keeps_its_sessions_and_moves_audit_entries_out(
+    tmp_path: Path,
+) -> None:
+    """Schema 2 -> 3: a head written by version 2 holds the audit entries; it still loads
+    the same, and the next save moves them to audit rows of their own."""
+    path = tmp_path / "state.db"
+    s = conversation()
+    async with SQLiteStore(path) as store:
+        await store.create_session(s.state())
+    downgrade(path, 2)
+    # the head as version 2 wrote it: the whole document but messages and queue
+    doc = json.loads(s.state().to_json())
+    del doc["transcript"]["events"][: len(s.transcript)], doc["queue"]
+    assert [e["visibility"] for e in doc["transcript"]["events"]].count("audit") == 1
+    db = sqlite3.connect(path)
+    db.execute("UPDATE sessions SET head = ?", (json.dumps(doc, separators=(",", ":")),))
+    db.commit()
+    db.close()
+    async with SQLiteStore(path) as store:
+        loaded = await store.load_session("s1")
+        assert loaded == s.state()
+        assert loaded is not None
+        s = Session.from_state(loaded)
+        s.queue.remind({"body": "later audit"}, mode="audit_only")
+        s.run_seam("loop_exit")
+        s.append(assistant("Done."))
+        await store.save_session(s.state())
+        assert await store.load_session("s1") == s.state()
+    async with SQLiteStore(path) as store:  # a restart, a store object that remembers nothing
+        assert await store.load_session("s1") == s.state()
+    db = sqlite3.connect(path)
+    [head] = db.execute("SELECT head FROM sessions").fetchone()
+    audit = [json.loads(r[0]) for r in db.execute("SELECT event FROM audit ORDER BY position")]
+    db.close()
+    assert all(e.get("visibility") != "audit" for e in json.loads(head)["transcript"]["events"])
+    assert audit == list(s.transcript.audit)
+    assert len(audit) == 3  # the one of the version-2 head, two from this loop_exit
 
 
 async def test_lease_expiry_follows_the_store_clock(tmp_path: Path) -> None:
