@@ -310,7 +310,7 @@ def _transcript(value: object) -> Transcript:
             if reminder.to_dict() != payload:
                 raise StateError(f"{where}.reminder: not in the form this library writes")
     try:
-        return Transcript.from_json(json.dumps(doc))
+        return Transcript.from_document(doc)
     except AgentRemindersError as exc:
         raise StateError(f"transcript: {exc.message}") from None
     except TypeError as exc:

@@ -36,6 +36,7 @@ __all__ = [
     "HistoryMark",
     "MessageView",
     "Transcript",
+    "check_document",
     "check_transcript",
     "message_event",
     "read_document",
@@ -576,7 +577,21 @@ class Transcript:
                 the field of an invalid stored reminder.
             MessageError: ``RMD-101`` naming the path of an invalid stored message.
         """
-        data = read_document(text, FORMAT, "transcript")
+        return cls.from_document(read_document(text, FORMAT, "transcript"))
+
+    @classmethod
+    def from_document(cls, data: object) -> Transcript:
+        """Read a document as :meth:`to_document` writes it (``to_json`` parsed), with the
+        rules of :meth:`from_json` — for a transcript inside a larger parsed document, which
+        is then not serialised and parsed again.
+
+        Raises:
+            StateError: ``RMD-106`` when ``data`` is not a transcript document.
+            ReminderError: ``RMD-001`` (``RMD-005`` for ``propagate``) naming the path and
+                the field of an invalid stored reminder.
+            MessageError: ``RMD-101`` naming the path of an invalid stored message.
+        """
+        data = check_document(data, FORMAT, "transcript")
         events = data.get("events")
         if not isinstance(events, list):
             raise StateError("transcript document: events must be a list")
@@ -618,6 +633,15 @@ def read_document(text: str | bytes, format: str, what: str) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise StateError(f"{what} JSON does not parse: {exc}") from None
+    return check_document(data, format, what)
+
+
+def check_document(data: object, format: str, what: str) -> dict[str, Any]:
+    """``data`` (a parsed document) when it is a JSON object of the library's own ``format``.
+
+    Raises:
+        StateError: ``RMD-106`` naming ``what`` when it is another document.
+    """
     if not isinstance(data, dict):
         raise StateError(
             f"a {what} document is a JSON object with format {format!r}; got {type(data).__name__}"

@@ -239,8 +239,16 @@ class Memo:
         ``digest``; ``audit_count`` audit rows)."""
         sid, transcript, queue = state.session_id, state.transcript, state.queue
         mark = transcript.history_mark()
+        settled = set(queue.delivered_ids) | queue.revoked_ids
         with self._lock:
+            known = self._known.get(sid) or _Known()
+            known.ids.update(i.id for i in queue.items)
+            known.ids.update(settled)  # facts that only grow: the union is still true
+            known.settled.update(settled)
+            self._put(self._known, sid, known)
             old = self._stored.get(sid)
+            if old is not None and old.revision > revision:
+                return  # read before a save of this store object committed: keep the newer
             marks: tuple[HistoryMark, ...] = (mark,)
             if old is not None and (
                 old.revision,
@@ -257,15 +265,6 @@ class Memo:
                 marks=marks,
             )
             self._put(self._stored, sid, stored)
-            settled = set(queue.delivered_ids) | queue.revoked_ids
-            known = _Known(ids={i.id for i in queue.items} | settled, settled=settled)
-            self._put(self._known, sid, known)
-
-    def forget(self, session_id: str) -> None:
-        """Drop what is remembered of ``session_id``."""
-        with self._lock:
-            self._stored.pop(session_id, None)
-            self._known.pop(session_id, None)
 
     def _put(self, table: OrderedDict[str, Any], key: str, value: object) -> None:
         table[key] = value
