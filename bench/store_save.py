@@ -221,12 +221,13 @@ def report(
     head = "| store | history | median ms | p99 ms | loop stall max ms |"
     rule = "|---|---:|---:|---:|---:|"
     if before is not None:
-        head += " before: median ms |"
-        rule += "---:|"
+        head += " before: median ms | before: loop stall max ms |"
+        rule += "---:|---:|"
     lines = [head, rule]
     for name in STORES:
         if name not in results:
-            lines.append(f"| `{name}` | — | no redis-server here | | |" + (" |" if before else ""))
+            blank = " | |" if before else ""
+            lines.append(f"| `{name}` | — | no redis-server here | | |{blank}")
             continue
         for size in SIZES:
             row = results[name][size]
@@ -236,7 +237,7 @@ def report(
             )
             if before is not None:
                 old = before.get(name, {}).get(size)
-                line += f" {ms(old['median']) if old else '—'} |"
+                line += f" {ms(old['median'])} | {ms(old['stall'])} |" if old else " — | — |"
             lines.append(line)
     growth = ["| store | t(10k) / t(100) |" + (" before |" if before else ""), "|---|---:|"]
     if before is not None:
@@ -269,9 +270,11 @@ def report(
         + "\n".join(growth)
         + "\n\nA save serialises and writes the turn's new messages and audit entries, the "
         "head (pending reminders, clocks) and the queue ids the store object does not know "
-        "to be stored, so its cost stays flat as the history grows. The first save of a "
-        "state the store object never wrote or read (another process wrote in between, or "
-        "compaction rewrote the history) still writes every row.\n\n"
+        "to be stored, so its cost stays flat as the history grows; what still grows a little "
+        "is one set difference over the session's delivered ids (in C, some 15 ns an id — "
+        "`Session.state()` copies those sets too). The first save of a state the store "
+        "object never wrote or read (another process wrote in between, or compaction "
+        "rewrote the history) still writes every row.\n\n"
         f"Machine: {machine()}."
     )
 

@@ -47,8 +47,8 @@ from agent_reminders.storage import SQLiteStore
 SRC = str(Path(agent_reminders.__file__).resolve().parents[1])
 MAIN = "from agent_reminders.cli import main; main()"
 DEDUPE_KEYS = ("ci-status", "lint", "deps")
-# audit_only reminders are kept as audit entries in the session's head, which every save
-# rewrites whole: a tenth of them, so the session does not outgrow the rounds
+# audit_only reminders end as audit entries of the transcript (rows a save appends to): a
+# tenth of them
 MODES = ("finish_step", "interrupt_immediate", "audit_only")
 MODE_WEIGHTS = (7, 2, 1)
 SCRIPT = [

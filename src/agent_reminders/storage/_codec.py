@@ -111,9 +111,14 @@ def settled_rows(delivered: Iterable[str], revoked: Iterable[str]) -> list[Queue
 
 
 def join_state(
-    head: str, messages: Sequence[str], audit: Sequence[str], rows: Iterable[QueueRow]
+    head: str,
+    messages: Sequence[str],
+    audit: Sequence[str],
+    pending: Iterable[QueueRow],
+    settled: Iterable[tuple[str, str]],
 ) -> SessionState:
-    """Reassemble a stored session and read it strictly.
+    """Reassemble a stored session and read it strictly: ``pending`` are the pending queue
+    rows in FIFO order, ``settled`` the ``(id, "delivered" | "revoked")`` pairs of the rest.
 
     The stored texts are spliced into the document as they are (no parse and re-dump per
     message): the message rows, then the audit rows, then the head's own events (pending
@@ -127,22 +132,16 @@ def join_state(
     doc = json.loads(head)
     transcript = doc["transcript"]
     own = [dumps(e) for e in transcript["events"]]
-    items, delivered, revoked = [], [], []
-    for row in rows:
-        if row.status == "pending":
-            assert row.payload is not None
-            items.append(
-                {
-                    "id": row.id,
-                    "kind": row.kind,
-                    "mode": row.mode,
-                    "payload": json.loads(row.payload),
-                }
-            )
-        elif row.status == "delivered":
-            delivered.append(row.id)
-        else:
-            revoked.append(row.id)
+    items = []
+    for row in pending:
+        assert row.payload is not None
+        items.append(
+            {"id": row.id, "kind": row.kind, "mode": row.mode, "payload": json.loads(row.payload)}
+        )
+    delivered: list[str] = []
+    revoked: list[str] = []
+    for item_id, status in settled:
+        (delivered if status == "delivered" else revoked).append(item_id)
     doc["queue"] = {
         "delivered_ids": sorted(delivered),
         "items": items,

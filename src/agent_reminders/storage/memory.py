@@ -160,8 +160,10 @@ class MemoryStore:
                 return None
             head, messages, audit = record.head, list(record.messages), list(record.audit)
             rows, revision, digest = list(record.queue.values()), record.revision, record.digest
+        pending = [r for r in rows if r.status == "pending"]
+        settled = [(r.id, r.status) for r in rows if r.status != "pending"]
         try:
-            state = codec.join_state(head, messages, audit, rows)
+            state = codec.join_state(head, messages, audit, pending, settled)
         except StateError as exc:
             raise StoreError(f"memory: session {session_id!r} cannot be read: {exc}") from None
         self._memo.read(state, revision, digest, len(audit))

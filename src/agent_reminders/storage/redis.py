@@ -523,13 +523,9 @@ class RedisStore:
 
         def join() -> SessionState:
             try:
-                rows = [_pending_row(i, items[i]) for i in queue]
-                rows += [
-                    codec.QueueRow(id=i, status=s)
-                    for i, s in ids.items()
-                    if s in ("delivered", "revoked")
-                ]
-                state = codec.join_state(_text(head), messages, audit, rows)
+                pending = [_pending_row(i, items[i]) for i in queue]
+                settled = [(i, s) for i, s in ids.items() if s in ("delivered", "revoked")]
+                state = codec.join_state(_text(head), messages, audit, pending, settled)
             except (StateError, ValueError, KeyError, TypeError) as exc:
                 raise StoreError(
                     f"{self.url}: stored session {session_id!r} cannot be read: {exc}"

@@ -402,7 +402,7 @@ class SQLiteStore:
         sid = codec.check_session_id(session_id)
 
         def run(db: sqlite3.Connection) -> _Read | None:
-            with _transaction(db, write=False):  # one snapshot for the four reads
+            with _transaction(db, write=False):  # one snapshot for every read
                 found = db.execute(
                     "SELECT head, revision, digest FROM sessions WHERE session_id = ?", (sid,)
                 ).fetchone()
@@ -414,7 +414,15 @@ class SQLiteStore:
                     digest=str(found[2]),
                     messages=_texts(db, "messages", sid),
                     audit=_texts(db, "audit", sid),
-                    rows=[_queue_row(r) for r in db.execute(f"{_ROW} ORDER BY seq", (sid,))],
+                    pending=[
+                        _queue_row(r)
+                        for r in db.execute(f"{_ROW} AND status = 'pending' ORDER BY seq", (sid,))
+                    ],
+                    settled=db.execute(
+                        "SELECT item_id, status FROM queue WHERE session_id = ? "
+                        "AND status != 'pending'",
+                        (sid,),
+                    ).fetchall(),
                 )
 
         def job() -> SessionState | None:
@@ -422,7 +430,9 @@ class SQLiteStore:
             if stored is None:
                 return None
             try:
-                state = codec.join_state(stored.head, stored.messages, stored.audit, stored.rows)
+                state = codec.join_state(
+                    stored.head, stored.messages, stored.audit, stored.pending, stored.settled
+                )
             except (StateError, ValueError, KeyError, TypeError) as exc:
                 raise StoreError(
                     f"{self.path}: stored session {sid!r} cannot be read: {exc}"
@@ -891,7 +901,8 @@ class _Read:
     digest: str
     messages: list[str]
     audit: list[str]
-    rows: list[codec.QueueRow]
+    pending: list[codec.QueueRow]  # FIFO
+    settled: list[tuple[str, str]]  # (id, "delivered" | "revoked")
 
 
 # the two append-only tables of a session's history, (session_id, position, event) each
