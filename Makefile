@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/pydantic_ai_overhead.py
 	$(BIN)/python bench/openai_agents_overhead.py
 	$(BIN)/python bench/bridge.py
+	$(BIN)/python bench/store_save.py
 	$(BIN)/python bench/crash.py
 
 $(LIVE_STAMP):
