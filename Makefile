@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/pydantic_ai_overhead.py
 	$(BIN)/python bench/openai_agents_overhead.py
 	$(BIN)/python bench/bridge.py
+	$(BIN)/python bench/store_save.py
 	$(BIN)/python bench/crash.py
 	$(BIN)/python bench/audit_speed.py
 	$(BIN)/python bench/cache.py

@@ -91,8 +91,17 @@ class QueueState:
         for item in self.items:
             if not isinstance(item, QueueItem):
                 raise TypeError(f"items must be QueueItem values, not {type(item).__name__}")
+        delivered, revoked = self.delivered_ids, self.revoked_ids
+        pending = [i.id for i in self.items]
+        if (
+            len(set(pending)) == len(pending)
+            and delivered.isdisjoint(revoked)  # set operations: no Python loop over the
+            and delivered.isdisjoint(pending)  # delivered ids, which grow with the session
+            and revoked.isdisjoint(pending)
+        ):
+            return
         seen: set[str] = set()
-        for rid in (*(i.id for i in self.items), *self.delivered_ids, *self.revoked_ids):
+        for rid in (*pending, *delivered, *revoked):
             if rid in seen:
                 raise ValueError(f"queue state: id {rid!r} appears twice")
             seen.add(rid)

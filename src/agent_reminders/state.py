@@ -121,6 +121,17 @@ class SessionState:
         Raises:
             TypeError: a value (e.g. a queued reminder's ``_meta``) is not JSON-serializable.
         """
+        return json.dumps(self.to_document(), ensure_ascii=False, separators=(",", ":"))
+
+    def to_document(self, *, history: bool = True, queue: bool = True) -> dict[str, Any]:
+        """The document :meth:`to_json` writes, as a new dict (not yet checked to be JSON).
+
+        ``history=False`` leaves the transcript's message and audit events out (see
+        ``Transcript.to_document``) and ``queue=False`` the ``queue`` key: a store keeps those
+        parts — the ones that grow with the session — as rows of their own, so that saving a
+        turn costs what the turn changed. Without them the document is no saved state
+        (:meth:`from_json` refuses it) until they are put back.
+        """
         generators = self.generators
         doc: dict[str, Any] = {
             "agent_id": self.agent_id,
@@ -145,7 +156,15 @@ class SessionState:
                     k: self.providers.full_bodies[k] for k in sorted(self.providers.full_bodies)
                 }
             },
-            "queue": {
+            "queue": None,
+            "session_id": self.session_id,
+            "started": self.started,
+            "system": self.system,
+            "transcript": self.transcript.to_document(history=history),
+            "turn": self.turn,
+        }
+        if queue:
+            doc["queue"] = {
                 "delivered_ids": sorted(self.queue.delivered_ids),
                 "items": [
                     {
@@ -157,14 +176,10 @@ class SessionState:
                     for i in self.queue.items
                 ],
                 "revoked_ids": sorted(self.queue.revoked_ids),
-            },
-            "session_id": self.session_id,
-            "started": self.started,
-            "system": self.system,
-            "transcript": json.loads(self.transcript.to_json()),
-            "turn": self.turn,
-        }
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+            }
+        else:
+            del doc["queue"]
+        return doc
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionState:
@@ -295,7 +310,7 @@ def _transcript(value: object) -> Transcript:
             if reminder.to_dict() != payload:
                 raise StateError(f"{where}.reminder: not in the form this library writes")
     try:
-        return Transcript.from_json(json.dumps(doc))
+        return Transcript.from_document(doc)
     except AgentRemindersError as exc:
         raise StateError(f"transcript: {exc.message}") from None
     except TypeError as exc:

@@ -51,8 +51,8 @@ from agent_reminders.storage import SQLiteStore
 SRC = str(Path(agent_reminders.__file__).resolve().parents[1])
 MAIN = "from agent_reminders.cli import main; main()"
 DEDUPE_KEYS = ("ci-status", "lint", "deps")
-# audit_only reminders are kept as audit entries in the session's head, which every save
-# rewrites whole: a tenth of them, so the session does not outgrow the rounds
+# audit_only reminders end as audit entries of the transcript (rows a save appends to): a
+# tenth of them
 MODES = ("finish_step", "interrupt_immediate", "audit_only")
 MODE_WEIGHTS = (7, 2, 1)
 SCRIPT = [
@@ -186,6 +186,9 @@ class Figures:
     bridge_mismatches: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     acked_per_round: list[int] = field(default_factory=list)
+    # how long each round streamed before its SIGKILL (a random delay: acked / streamed is
+    # the server's rate, comparable across rounds)
+    streamed_seconds: list[float] = field(default_factory=list)
     restart_seconds: list[float] = field(default_factory=list)
     killed_mid_prompt: int = 0
 
@@ -200,6 +203,11 @@ class Figures:
             *(f"bridge: {x}" for x in self.bridge_mismatches),
             *(f"unexpected: {x}" for x in self.unexpected),
         ]
+
+    def acked_per_second(self, rounds: slice) -> float:
+        """Reminds acknowledged per second of streaming over ``rounds`` (a slice of them)."""
+        seconds = sum(self.streamed_seconds[rounds])
+        return sum(self.acked_per_round[rounds]) / seconds if seconds else 0.0
 
     def restart_quantile(self, q: float) -> float:
         """The ``q`` quantile of the restart times (spawn → first reply), in seconds."""
@@ -294,11 +302,13 @@ class CrashRun:
                     f"round {round_no}: bridge lists {len(seen)} pending, the file "
                     f"{len(ledger.last_pending)}"
                 )
-            acked = self._stream(server, round_no, len(seen), rng.uniform(0, self.max_delay))
+            delay = rng.uniform(0, self.max_delay)
+            acked = self._stream(server, round_no, len(seen), delay)
         except BaseException:
             server.kill()
             raise
         figures.acked_per_round.append(acked)
+        figures.streamed_seconds.append(delay)
 
     def _stream(self, server: ServeProcess, round_no: int, waiting: int, delay: float) -> int:
         """Reminds, ``window`` in flight, and a prompt whenever 40 more wait in the queue

@@ -197,6 +197,7 @@ async def test_every_key_of_a_session_is_hash_tagged(
             "ids": "hash",
             "events": "stream",
             "lease": "string",
+            "audit": "list",  # conversation() has an audit entry
         }
 
 
@@ -430,3 +431,29 @@ def test_without_a_redis_server_binary_the_redis_tests_skip_saying_why() -> None
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 skipped" in proc.stdout
     assert "no redis-server binary on PATH" in proc.stdout
+
+
+async def test_a_save_sends_only_the_rows_a_turn_added(
+    workers: tuple[RedisStore, RedisStore], raw: aioredis.Redis
+) -> None:
+    """The commands a turn's save runs (counted by the server, inside scripts too): one
+    RPUSH per new message and audit entry, no DEL — the stored history is not sent again."""
+    a, _ = workers
+    s = Session(session_id="s1")
+    for n in range(200):
+        s.append(user(f"q{n}"))
+        s.append(assistant(f"a{n}"))
+    await a.create_session(s.state())
+    loaded = await a.load_session("s1")
+    assert loaded is not None
+    s = Session.from_state(loaded)
+    s.queue.remind({"body": "for the record"}, mode="audit_only")
+    s.run_seam("loop_exit")
+    s.append(user("one more"))
+    s.append(assistant("done"))
+    await raw.config_resetstat()
+    await a.save_session(s.state())
+    stats = await raw.info("commandstats")
+    assert stats["cmdstat_rpush"]["calls"] == 2 + 1  # two messages, one audit entry
+    assert "cmdstat_del" not in stats
+    assert (await a.load_session("s1")) == s.state()

@@ -3,6 +3,7 @@ versions, WAL and durability, and blocking calls kept off the event loop."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -28,7 +29,8 @@ from agent_reminders import (
 from agent_reminders.facts import FactStore
 from agent_reminders.storage import SCHEMA_VERSION, SQLiteStore, UnknownSessionError
 from agent_reminders.storage.sqlite import MIGRATIONS
-from agent_reminders.testing.store_contract import queue_items
+from agent_reminders.testing.builders import assistant, user
+from agent_reminders.testing.store_contract import conversation, queue_items
 
 pytestmark = pytest.mark.anyio
 
@@ -140,25 +142,83 @@ def test_the_schema_is_versioned(tmp_path: Path) -> None:
     db.close()
 
 
+def downgrade(path: Path, version: int) -> None:
+    """Make a file written by this version look like one of schema ``version``: undo what the
+    later migrations added (what they add is checked to be all they add)."""
+    db = sqlite3.connect(path)
+    if version < 3:  # 2 -> 3: audit rows, the session revision
+        db.execute("DROP TABLE audit")
+        db.execute("ALTER TABLE sessions DROP COLUMN revision")
+    if version < 2:  # 1 -> 2: leases
+        db.execute("DROP TABLE leases")
+    db.execute("UPDATE store_meta SET value = ? WHERE key = 'version'", (str(version),))
+    db.commit()
+    db.close()
+
+
+def schema(path: Path) -> list[tuple[str, str]]:
+    db = sqlite3.connect(path)
+    found = db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+    db.close()
+    return [(name, " ".join(str(sql).split())) for name, sql in found]
+
+
 async def test_a_version_1_file_gains_the_lease_table(tmp_path: Path) -> None:
     """Schema 1 -> 2 adds ``leases`` (spec 06 §3); what the file held is kept."""
     path = tmp_path / "state.db"
     async with SQLiteStore(path) as store:
         await store.create_session(Session(session_id="s1").state())
         await store.enqueue("s1", queue_items("kept")[0])
-    db = sqlite3.connect(path)
-    db.execute("DROP TABLE leases")  # what a file written by schema version 1 looks like
-    db.execute("UPDATE store_meta SET value = '1' WHERE key = 'version'")
-    db.commit()
-    db.close()
-    assert SCHEMA_VERSION == len(MIGRATIONS) == 2
+    current = schema(path)
+    downgrade(path, 1)
+    assert SCHEMA_VERSION == len(MIGRATIONS) == 3
     async with SQLiteStore(path) as store:
         assert [r["body"] for r in await store.pending("s1")] == ["kept"]
         assert await store.claim("s1", "worker-a", 30) is None
     db = sqlite3.connect(path)
-    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "2"
+    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "3"
     assert db.execute("SELECT session_id, owner FROM leases").fetchall() == [("s1", "worker-a")]
     db.close()
+    assert schema(path) == current  # migrated, the file is what a new one would be
+
+
+async def test_a_version_2_file_keeps_its_sessions_and_moves_audit_entries_out(
+    tmp_path: Path,
+) -> None:
+    """Schema 2 -> 3: a head written by version 2 holds the audit entries; it still loads
+    the same, and the next save moves them to audit rows of their own."""
+    path = tmp_path / "state.db"
+    s = conversation()
+    async with SQLiteStore(path) as store:
+        await store.create_session(s.state())
+    downgrade(path, 2)
+    # the head as version 2 wrote it: the whole document but messages and queue
+    doc = json.loads(s.state().to_json())
+    del doc["transcript"]["events"][: len(s.transcript)], doc["queue"]
+    assert [e["visibility"] for e in doc["transcript"]["events"]].count("audit") == 1
+    db = sqlite3.connect(path)
+    db.execute("UPDATE sessions SET head = ?", (json.dumps(doc, separators=(",", ":")),))
+    db.commit()
+    db.close()
+    async with SQLiteStore(path) as store:
+        loaded = await store.load_session("s1")
+        assert loaded == s.state()
+        assert loaded is not None
+        s = Session.from_state(loaded)
+        s.queue.remind({"body": "later audit"}, mode="audit_only")
+        s.run_seam("loop_exit")
+        s.append(assistant("Done."))
+        await store.save_session(s.state())
+        assert await store.load_session("s1") == s.state()
+    async with SQLiteStore(path) as store:  # a restart, a store object that remembers nothing
+        assert await store.load_session("s1") == s.state()
+    db = sqlite3.connect(path)
+    [head] = db.execute("SELECT head FROM sessions").fetchone()
+    audit = [json.loads(r[0]) for r in db.execute("SELECT event FROM audit ORDER BY position")]
+    db.close()
+    assert all(e.get("visibility") != "audit" for e in json.loads(head)["transcript"]["events"])
+    assert audit == list(s.transcript.audit)
+    assert len(audit) == 3  # the one of the version-2 head, two from this loop_exit
 
 
 async def test_lease_expiry_follows_the_store_clock(tmp_path: Path) -> None:
@@ -411,3 +471,92 @@ async def test_acknowledged_reminders_survive_sigkill(tmp_path: Path) -> None:
     known = pending + sorted(state.queue.delivered_ids)
     assert len(known) == len(set(known))  # exactly once: pending or delivered
     assert set(acked) <= set(known)
+
+
+def grown_session(messages: int) -> Session:
+    """A session with ``messages`` messages of history, audit entries and delivered ids."""
+    s = Session(session_id="s1", system="sys")
+    for n in range(messages // 2):
+        s.append(user(f"question {n}"))
+        s.append(assistant(f"answer {n}"))
+        if n % 10 == 0:
+            s.queue.remind({"body": f"note {n}"}, mode="audit_only")
+            s.run_seam("loop_exit")
+            s.queue.remind({"body": f"CI run {n} is green", "ttl_turns": 1}, mode="interrupt")
+            s.run_seam("iteration_start")
+    return s
+
+
+COUNTED = ("messages", "audit", "queue", "sessions")
+
+
+def count_writes(path: Path) -> sqlite3.Connection:
+    """Triggers on the store's file that log every row inserted, updated or deleted in the
+    session tables — by any connection, the store's own too."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE written (tbl TEXT, op TEXT)")
+    for table in COUNTED:
+        for op in ("INSERT", "UPDATE", "DELETE"):
+            db.execute(
+                f"CREATE TRIGGER count_{table}_{op} AFTER {op} ON {table} "
+                f"BEGIN INSERT INTO written VALUES ('{table}', '{op.lower()}'); END"
+            )
+    return db
+
+
+def writes(db: sqlite3.Connection) -> dict[tuple[str, str], int]:
+    found = db.execute("SELECT tbl, op, count(*) FROM written GROUP BY tbl, op").fetchall()
+    db.execute("DELETE FROM written")
+    return {(table, op): n for table, op, n in found}
+
+
+async def test_a_save_writes_only_the_rows_a_turn_added(tmp_path: Path) -> None:
+    """The regression guard of issue 10: a turn's save inserts its new message, audit and
+    queue rows and updates the session row — no old message or audit row is written again,
+    and no queue row it did not change is touched."""
+    path = tmp_path / "state.db"
+    s = grown_session(400)
+    assert len(s.transcript.audit) == 20
+    assert len(s.queue.delivered_ids) == 40
+    store = SQLiteStore(path)
+    await store.create_session(s.state())
+    loaded = await store.load_session("s1")  # as the bridge does: load, then go on
+    assert loaded is not None
+    s = Session.from_state(loaded)
+    db = count_writes(path)
+    for turn in range(3):
+        before = len(s.transcript)
+        s.queue.remind({"body": f"late note {turn}"}, mode="audit_only")
+        s.run_seam("loop_exit")  # one audit entry, one id delivered here
+        late = s.queue.remind({"body": f"steer {turn}"}, mode="interrupt")
+        await store.enqueue("s1", s.queue.state().items[-1])  # this one the store has too
+        s.run_seam("iteration_start")  # delivered here: the save marks it so
+        assert late in s.queue.delivered_ids
+        s.append(user(f"next {turn}"))
+        s.prepare_request()
+        s.append(assistant(f"done {turn}"))
+        writes(db)  # the enqueue's own writes are not the save's
+        await store.save_session(s.state())
+        added = len(s.transcript) - before
+        assert added >= 2
+        assert writes(db) == {
+            ("messages", "insert"): added,
+            ("audit", "insert"): 1,
+            ("queue", "insert"): 1,  # the id delivered at loop_exit, new to the store
+            ("queue", "update"): 1,  # the enqueued one, pending -> delivered
+            ("sessions", "update"): 2,  # the head, then the activity order
+        }
+    assert await store.load_session("s1") == s.state()
+    # a store object that remembers nothing (a restart) writes every audit row again, but
+    # still appends to the stored messages, which are a prefix of the state's
+    await store.close()
+    store = SQLiteStore(path)
+    s.append(user("after the restart"))
+    await store.save_session(s.state())
+    found = writes(db)
+    assert found[("messages", "insert")] == 1
+    assert ("messages", "delete") not in found
+    assert found[("audit", "delete")] == found[("audit", "insert")] == len(s.transcript.audit)
+    assert await store.load_session("s1") == s.state()
+    await store.close()
+    db.close()

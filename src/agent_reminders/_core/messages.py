@@ -49,6 +49,15 @@ class FrozenList(list[Any]):
 
 def copy_json(value: Any) -> Any:
     """Deep-copy JSON-like data (dicts, lists, tuples, scalars); tuples become lists."""
+    # Exact types first (what parsed JSON holds): an ABC isinstance check costs several
+    # times a type comparison, and a stored session's audit entries are copied on every load.
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_json(v) for v in value]
     if isinstance(value, Mapping):
         return {k: copy_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

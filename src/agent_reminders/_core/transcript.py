@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast, overload
 
@@ -32,8 +33,10 @@ from .messages import FrozenDict, FrozenList, copy_json, validate_message
 from .records import Message, Reminder, evolve_unchecked
 
 __all__ = [
+    "HistoryMark",
     "MessageView",
     "Transcript",
+    "check_document",
     "check_transcript",
     "message_event",
     "read_document",
@@ -54,7 +57,7 @@ class _Log:
     the commit index of :mod:`envelope`. Messages are read-only (``FrozenDict``).
     """
 
-    __slots__ = ("index", "lock", "messages", "wire")
+    __slots__ = ("__weakref__", "index", "lock", "messages", "wire")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self.lock = threading.Lock()
@@ -124,6 +127,26 @@ class MessageView(Sequence[Message]):
 
     def __repr__(self) -> str:
         return f"MessageView({list(self)!r})"
+
+
+class HistoryMark:
+    """Where a transcript's history stood: its message count, its audit entry count, and
+    enough to tell in O(1) whether a later transcript only appended to it
+    (:meth:`Transcript.extends`). A store keeps one per session to write only what a turn
+    added. It holds no messages: the message log is weakly referenced, and only the last
+    audit entry is kept.
+    """
+
+    __slots__ = ("_last_audit", "_log", "audit_count", "message_count")
+
+    def __init__(self, log: _Log, message_count: int, audit: tuple[dict[str, Any], ...]) -> None:
+        self._log = weakref.ref(log)
+        self.message_count = message_count
+        self.audit_count = len(audit)
+        self._last_audit = audit[-1] if audit else None
+
+    def __repr__(self) -> str:
+        return f"HistoryMark(messages={self.message_count}, audit={self.audit_count})"
 
 
 class Transcript:
@@ -425,18 +448,46 @@ class Transcript:
                 )
         return self._derive(invalid=(), uncommitted=self._uncommitted)
 
+    # -- history marks ----------------------------------------------------------------------
+
+    def history_mark(self) -> HistoryMark:
+        """Where this transcript's history (messages and audit entries) stands now."""
+        return HistoryMark(self._log, self._len, self.audit)
+
+    def extends(self, other: HistoryMark) -> bool:
+        """Whether this transcript's history begins with all of ``other``'s — its first
+        ``other.message_count`` messages and ``other.audit_count`` audit entries are those of
+        the transcript the mark was taken of — known in O(1) because this one was made from
+        that one by transforms that append (the messages live in one append-only log, and an
+        audit entry is only ever appended). ``False`` means *not known*: after compaction,
+        a history rebuilt from events or JSON, or a mark whose log is gone, the histories
+        may still be equal.
+        """
+        count = other.message_count
+        if other._log() is not self._log or count > self._len:
+            return False
+        mine, theirs = self.audit, other.audit_count
+        if theirs == 0:
+            return True
+        return len(mine) >= theirs and mine[theirs - 1] is other._last_audit
+
     # -- event view and JSON ----------------------------------------------------------------
 
     @property
     def events(self) -> list[dict[str, Any]]:
         """The serialized event view: message events, then one ``system_reminder`` per
-        pending reminder, then invalid reminder events not yet reported."""
-        out: list[dict[str, Any]] = [
-            message_event(m, f"msg-{i}") for i, m in enumerate(self.messages)
-        ]
+        pending reminder, then the audit entries, then invalid reminder events not yet
+        reported."""
+        return self._events(history=True)
+
+    def _events(self, *, history: bool) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = (
+            [message_event(m, f"msg-{i}") for i, m in enumerate(self.messages)] if history else []
+        )
         out.extend(_event_for(r.to_dict(), f"evt-{r.id}") for r in self.reminders)
-        out.extend(copy_json(event) for event in self.audit)
-        out.extend(event for _, event in self._invalid)
+        if history:
+            out.extend(copy_json(event) for event in self.audit)
+        out.extend(copy_json(event) for _, event in self._invalid)
         return out
 
     @classmethod
@@ -491,14 +542,29 @@ class Transcript:
         )
         return new
 
-    def to_json(self) -> str:
-        """Serialize to JSON; ``Transcript.from_json(t.to_json()) == t``."""
-        document: dict[str, Any] = {"format": FORMAT, "id": self.id, "events": self.events}
+    def to_document(self, *, history: bool = True) -> dict[str, Any]:
+        """The document :meth:`to_json` writes, as a new dict.
+
+        ``history=False`` leaves out the message and audit events — what grows with the
+        conversation — and keeps the pending reminders and unreported events: a store
+        writes those two parts as rows of their own, appends a turn's new ones, and puts
+        them back ahead of this document's events when it reads the session
+        (:meth:`from_events` tells events apart by kind and visibility, not by place).
+        """
+        document: dict[str, Any] = {
+            "format": FORMAT,
+            "id": self.id,
+            "events": self._events(history=history),
+        }
         if self._invalid:
             # The last events are foreign ones read leniently and not yet reported as
             # dropped; from_json keeps them as such instead of refusing them.
             document[_UNREPORTED] = len(self._invalid)
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        return document
+
+    def to_json(self) -> str:
+        """Serialize to JSON; ``Transcript.from_json(t.to_json()) == t``."""
+        return json.dumps(self.to_document(), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Transcript:
@@ -511,7 +577,21 @@ class Transcript:
                 the field of an invalid stored reminder.
             MessageError: ``RMD-101`` naming the path of an invalid stored message.
         """
-        data = read_document(text, FORMAT, "transcript")
+        return cls.from_document(read_document(text, FORMAT, "transcript"))
+
+    @classmethod
+    def from_document(cls, data: object) -> Transcript:
+        """Read a document as :meth:`to_document` writes it (``to_json`` parsed), with the
+        rules of :meth:`from_json` — for a transcript inside a larger parsed document, which
+        is then not serialised and parsed again.
+
+        Raises:
+            StateError: ``RMD-106`` when ``data`` is not a transcript document.
+            ReminderError: ``RMD-001`` (``RMD-005`` for ``propagate``) naming the path and
+                the field of an invalid stored reminder.
+            MessageError: ``RMD-101`` naming the path of an invalid stored message.
+        """
+        data = check_document(data, FORMAT, "transcript")
         events = data.get("events")
         if not isinstance(events, list):
             raise StateError("transcript document: events must be a list")
@@ -553,6 +633,15 @@ def read_document(text: str | bytes, format: str, what: str) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise StateError(f"{what} JSON does not parse: {exc}") from None
+    return check_document(data, format, what)
+
+
+def check_document(data: object, format: str, what: str) -> dict[str, Any]:
+    """``data`` (a parsed document) when it is a JSON object of the library's own ``format``.
+
+    Raises:
+        StateError: ``RMD-106`` naming ``what`` when it is another document.
+    """
     if not isinstance(data, dict):
         raise StateError(
             f"a {what} document is a JSON object with format {format!r}; got {type(data).__name__}"

@@ -28,11 +28,13 @@ __all__ = ["MemoryData", "MemoryStore"]
 class _Session:
     head: str
     messages: list[str]
+    audit: list[str]
     digest: str
     turn: int
     created_at: float
     updated_at: float = 0.0
     touched: int = 0
+    revision: int = 0  # bumped by every write of the session record (codec.Memo)
     # insertion order is FIFO order; a row changes status in place
     queue: dict[str, codec.QueueRow] = field(default_factory=dict)
     events: list[tuple[str, str, str]] = field(default_factory=list)
@@ -92,6 +94,7 @@ class MemoryStore:
         self.clock = clock
         self.poll_interval = poll_interval
         self.closed = False
+        self._memo = codec.Memo()
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self.data.sessions)}, closed={self.closed})"
@@ -128,23 +131,25 @@ class MemoryStore:
 
     async def create_session(self, state: SessionState) -> None:
         """Store a new session (see ``Store``)."""
-        parts = codec.split_state(state)
-        rows = codec.state_rows(parts.queue)
+        plan = codec.plan_save(state, None)
+        writes = plan.against(0, 0, codec.EMPTY_DIGEST)
         data = self._open()
         with data.lock:
-            if parts.session_id in data.sessions:
-                raise SessionExistsError(parts.session_id)
+            if plan.session_id in data.sessions:
+                raise SessionExistsError(plan.session_id)
             record = _Session(
-                head=parts.head,
-                messages=list(parts.messages),
-                digest=codec.chain(codec.EMPTY_DIGEST, parts.messages),
-                turn=parts.turn,
+                head=plan.head,
+                messages=list(writes.messages),
+                audit=list(writes.audit),
+                digest=writes.digest,
+                turn=plan.turn,
                 created_at=self.clock(),
-                queue={row.id: row for row in rows},
+                queue={row.id: row for row in (*plan.items, *plan.settled)},
             )
             self._touch(record)
-            data.sessions[parts.session_id] = record
-        data.waiters.notify(parts.session_id)
+            data.sessions[plan.session_id] = record
+        self._memo.wrote(plan, writes, 0)
+        data.waiters.notify(plan.session_id)
 
     async def load_session(self, session_id: str) -> SessionState | None:
         """The stored session, or ``None`` (see ``Store``)."""
@@ -153,30 +158,34 @@ class MemoryStore:
             record = data.sessions.get(codec.check_session_id(session_id))
             if record is None:
                 return None
-            head, messages, rows = record.head, list(record.messages), list(record.queue.values())
+            head, messages, audit = record.head, list(record.messages), list(record.audit)
+            rows, revision, digest = list(record.queue.values()), record.revision, record.digest
+        pending = [r for r in rows if r.status == "pending"]
+        settled = [(r.id, r.status) for r in rows if r.status != "pending"]
         try:
-            return codec.join_state(head, messages, rows)
+            state = codec.join_state(head, messages, audit, pending, settled)
         except StateError as exc:
             raise StoreError(f"memory: session {session_id!r} cannot be read: {exc}") from None
+        self._memo.read(state, revision, digest, len(audit))
+        return state
 
     async def save_session(self, state: SessionState) -> None:
-        """Write one turn atomically (see ``Store``)."""
-        parts = codec.split_state(state)
-        incoming = codec.state_rows(parts.queue)
+        """Write one turn atomically (see ``Store``); serialises only what the turn added
+        (``_codec.plan_save``)."""
+        plan = codec.plan_save(state, self._memo)
         data = self._open()
         with data.lock:
-            record = self._session(parts.session_id)
-            stored = len(record.messages)
-            if stored <= len(parts.messages) and (
-                codec.chain(codec.EMPTY_DIGEST, parts.messages[:stored]) == record.digest
-            ):
-                record.messages.extend(parts.messages[stored:])
-            else:  # compaction rewrote the history
-                record.messages = list(parts.messages)
-            record.digest = codec.chain(codec.EMPTY_DIGEST, record.messages)
-            record.head, record.turn = parts.head, parts.turn
-            _merge_queue(record.queue, incoming)
+            record = self._session(plan.session_id)
+            writes = plan.against(record.revision, len(record.messages), record.digest)
+            _extend(record.messages, writes.messages_at, writes.messages)
+            _extend(record.audit, writes.audit_at, writes.audit)
+            record.digest = writes.digest
+            record.head, record.turn = plan.head, plan.turn
+            record.revision += 1
+            _merge_queue(record.queue, [*plan.items, *plan.settled])
             self._touch(record)
+            revision = record.revision
+        self._memo.wrote(plan, writes, revision)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         """Append transcript messages (see ``Store``)."""
@@ -186,6 +195,7 @@ class MemoryStore:
             rows = codec.message_rows(messages, len(record.messages))
             record.messages.extend(rows)
             record.digest = codec.chain(record.digest, rows)
+            record.revision += 1
             self._touch(record)
 
     async def save_reminders(self, session_id: str, reminders: Sequence[Reminder]) -> None:
@@ -194,6 +204,7 @@ class MemoryStore:
         with data.lock:
             record = self._session(session_id)
             record.head = codec.head_with_reminders(record.head, reminders)
+            record.revision += 1
             self._touch(record)
 
     async def list_sessions(self) -> list[SessionInfo]:
@@ -367,6 +378,13 @@ class MemoryStore:
             for i, e in enumerate(events)
             if e[1].startswith(prefix)
         ]
+
+
+def _extend(rows: list[str], start: int | None, new: Sequence[str]) -> None:
+    """Append ``new`` at ``start`` (the length of ``rows``), or replace ``rows`` (``None``)."""
+    if start is None:
+        rows.clear()
+    rows.extend(new)
 
 
 def _merge_queue(queue: dict[str, codec.QueueRow], incoming: list[codec.QueueRow]) -> None:

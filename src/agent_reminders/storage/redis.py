@@ -5,9 +5,12 @@ Every key of a session carries the session id as its hash tag, so all of them li
 Redis Cluster slot and each operation can be one Lua script or one ``MULTI``/``EXEC``
 (``P`` is the store's ``prefix``, ``agent-reminders`` by default)::
 
-    P:s:{SID}:session    HASH    head (the SessionState document without messages and queue),
-                                 turn, message_count, digest, created_at, updated_at, event_seq
+    P:s:{SID}:session    HASH    head (the SessionState document without messages, audit
+                                 entries and queue), turn, message_count, digest, revision
+                                 (bumped by every write of the record), created_at,
+                                 updated_at, event_seq
     P:s:{SID}:messages   LIST    one transcript message event (JSON) per entry, append-only
+    P:s:{SID}:audit      LIST    one transcript audit entry (JSON) per entry, append-only
     P:s:{SID}:queue      LIST    the ids of the pending items, FIFO
     P:s:{SID}:items      HASH    pending id -> {"kind", "mode", "payload"} (JSON)
     P:s:{SID}:modes      HASH    pending id -> its delivery mode (what a drain filters on)
@@ -56,7 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_PREFIX", "RedisStore"]
 
 DEFAULT_PREFIX = "agent-reminders"
-_PARTS = ("session", "messages", "queue", "items", "modes", "ids", "events", "lease")
+_PARTS = ("session", "messages", "queue", "items", "modes", "ids", "events", "lease", "audit")
 _SCHEMES = ("redis", "rediss", "unix")
 # a read-then-write that keeps losing to other writers gives up after this many tries
 _ATTEMPTS = 100
@@ -64,8 +67,8 @@ _INSTALL = "RedisStore needs the redis package (redis-py): pip install 'agent-re
 
 # Every session script gets the keys of _PARTS, in that order.
 _PRELUDE = """
-local S, MESSAGES, QUEUE, ITEMS, MODES, IDS, EVENTS, LEASE =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local S, MESSAGES, QUEUE, ITEMS, MODES, IDS, EVENTS, LEASE, AUDIT =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local function push_item(id, mode, item)
   redis.call('HSET', IDS, id, 'pending')
   redis.call('RPUSH', QUEUE, id)
@@ -78,8 +81,8 @@ local function settle(id, status)
   redis.call('HDEL', ITEMS, id)
   redis.call('HDEL', MODES, id)
 end
-local function push_messages(at, n)
-  for i = at, at + n - 1 do redis.call('RPUSH', MESSAGES, ARGV[i]) end
+local function push_texts(key, at, n)
+  for i = at, at + n - 1 do redis.call('RPUSH', key, ARGV[i]) end
 end
 -- queue rows: n groups of (id, status expected now or 'none', new status, mode, item)
 local function rows_unchanged(at, n)
@@ -102,41 +105,49 @@ local function apply_rows(at, n)
 end
 """
 
-# ARGV: head, turn, digest, now, n, n messages, rows count, rows
+# ARGV: head, turn, digest, now, n, n messages, na, na audit entries, rows count, rows
 _CREATE = """
 if redis.call('EXISTS', S) == 1 then return 'exists' end
-redis.call('DEL', MESSAGES, QUEUE, ITEMS, MODES, IDS, EVENTS)
+redis.call('DEL', MESSAGES, QUEUE, ITEMS, MODES, IDS, EVENTS, AUDIT)
 local n = tonumber(ARGV[5])
-push_messages(6, n)
-apply_rows(7 + n, tonumber(ARGV[6 + n]))
+push_texts(MESSAGES, 6, n)
+local na = tonumber(ARGV[6 + n])
+push_texts(AUDIT, 7 + n, na)
+apply_rows(8 + n + na, tonumber(ARGV[7 + n + na]))
 redis.call('HSET', S, 'head', ARGV[1], 'turn', ARGV[2], 'message_count', n, 'digest', ARGV[3],
-  'created_at', ARGV[4], 'updated_at', ARGV[4], 'event_seq', 0)
+  'created_at', ARGV[4], 'updated_at', ARGV[4], 'event_seq', 0, 'revision', 0)
 return 'ok'
 """
 
-# ARGV: digest read, rewrite (1/0), head, turn, count, digest, now, n, n messages, rows
+# ARGV: revision read, append messages (1) or replace them (0), the same for the audit
+# entries, head, turn, count, digest, now, n, n messages, na, na audit entries, rows count,
+# rows -> {'ok', new revision} | {'conflict'} | {'unknown'}
 _SAVE = """
-if redis.call('EXISTS', S) == 0 then return 'unknown' end
-if redis.call('HGET', S, 'digest') ~= ARGV[1] then return 'conflict' end
-local n = tonumber(ARGV[8])
-local at = 10 + n
-local rows = tonumber(ARGV[9 + n])
-if not rows_unchanged(at, rows) then return 'conflict' end
-if ARGV[2] == '1' then redis.call('DEL', MESSAGES) end
-push_messages(9, n)
+if redis.call('EXISTS', S) == 0 then return {'unknown'} end
+if (redis.call('HGET', S, 'revision') or '0') ~= ARGV[1] then return {'conflict'} end
+local n = tonumber(ARGV[9])
+local na = tonumber(ARGV[10 + n])
+local at = 12 + n + na
+local rows = tonumber(ARGV[11 + n + na])
+if not rows_unchanged(at, rows) then return {'conflict'} end
+if ARGV[2] == '0' then redis.call('DEL', MESSAGES) end
+push_texts(MESSAGES, 10, n)
+if ARGV[3] == '0' then redis.call('DEL', AUDIT) end
+push_texts(AUDIT, 11 + n, na)
 apply_rows(at, rows)
-redis.call('HSET', S, 'head', ARGV[3], 'turn', ARGV[4], 'message_count', ARGV[5],
-  'digest', ARGV[6], 'updated_at', ARGV[7])
-return 'ok'
+redis.call('HSET', S, 'head', ARGV[4], 'turn', ARGV[5], 'message_count', ARGV[6],
+  'digest', ARGV[7], 'updated_at', ARGV[8])
+return {'ok', redis.call('HINCRBY', S, 'revision', 1)}
 """
 
 # ARGV: digest read, new digest, now, messages...
 _APPEND = """
 if redis.call('EXISTS', S) == 0 then return 'unknown' end
 if redis.call('HGET', S, 'digest') ~= ARGV[1] then return 'conflict' end
-push_messages(4, #ARGV - 3)
+push_texts(MESSAGES, 4, #ARGV - 3)
 redis.call('HSET', S, 'message_count', redis.call('LLEN', MESSAGES), 'digest', ARGV[2],
   'updated_at', ARGV[3])
+redis.call('HINCRBY', S, 'revision', 1)
 return 'ok'
 """
 
@@ -145,6 +156,7 @@ _HEAD = """
 if redis.call('EXISTS', S) == 0 then return 'unknown' end
 if redis.call('HGET', S, 'head') ~= ARGV[1] then return 'conflict' end
 redis.call('HSET', S, 'head', ARGV[2], 'updated_at', ARGV[3])
+redis.call('HINCRBY', S, 'revision', 1)
 return 'ok'
 """
 
@@ -364,6 +376,7 @@ class RedisStore:
             }.items()
         }
         self._touch_script = client.register_script(_TOUCH)
+        self._memo = codec.Memo()
         self._index = f"{prefix}:i:{{index}}:sessions"
         self._index_clock = f"{prefix}:i:{{index}}:clock"
 
@@ -400,7 +413,8 @@ class RedisStore:
 
     def session_keys(self, session_id: str) -> dict[str, str]:
         """The keys of one session by part (``session``, ``messages``, ``queue``, ``items``,
-        ``modes``, ``ids``, ``events``, ``lease``), each hash-tagged ``{session_id}``."""
+        ``modes``, ``ids``, ``events``, ``lease``, ``audit``), each hash-tagged
+        ``{session_id}``."""
         base = f"{self.prefix}:s:{{{codec.check_session_id(session_id)}}}"
         return {part: f"{base}:{part}" for part in _PARTS}
 
@@ -469,95 +483,106 @@ class RedisStore:
 
     async def create_session(self, state: SessionState) -> None:
         """Store a new session (see ``Store``)."""
-        parts = codec.split_state(state)
-        rows = codec.state_rows(parts.queue)
+        plan = await anyio.to_thread.run_sync(codec.plan_save, state, None)
+        writes = plan.against(0, 0, codec.EMPTY_DIGEST)
         args: list[Arg] = [
-            parts.head,
-            parts.turn,
-            codec.chain(codec.EMPTY_DIGEST, parts.messages),
+            plan.head,
+            plan.turn,
+            writes.digest,
             self.clock(),
-            len(parts.messages),
-            *parts.messages,
-            len(rows),
+            len(writes.messages),
+            *writes.messages,
+            len(writes.audit),
+            *writes.audit,
+            len(plan.items) + len(plan.settled),
         ]
-        for row in rows:
+        for row in (*plan.items, *plan.settled):
             item = _item_text(row) if row.status == "pending" else ""
             args += [row.id, "none", row.status, row.mode or "", item]
-        if await self._script("create", parts.session_id, args) == "exists":
-            raise SessionExistsError(parts.session_id)
-        await self._touch(parts.session_id)
+        if await self._script("create", plan.session_id, args) == "exists":
+            raise SessionExistsError(plan.session_id)
+        self._memo.wrote(plan, writes, 0)
+        await self._touch(plan.session_id)
 
     async def load_session(self, session_id: str) -> SessionState | None:
-        """The stored session, or ``None`` (see ``Store``); read in one ``MULTI``/``EXEC``."""
+        """The stored session, or ``None`` (see ``Store``); read in one ``MULTI``/``EXEC``,
+        parsed off the event loop."""
         try:
-            head, messages, queue, items, ids = await self._read(
+            found, messages, audit, queue, items, ids = await self._read(
                 session_id,
-                ("HGET", "session", "head"),
+                ("HMGET", "session", "head", "revision", "digest"),
                 ("LRANGE", "messages", 0, -1),
+                ("LRANGE", "audit", 0, -1),
                 ("LRANGE", "queue", 0, -1),
                 ("HGETALL", "items"),
                 ("HGETALL", "ids"),
             )
         except UnknownSessionError:
             return None
-        try:
-            rows = [_pending_row(i, items[i]) for i in queue]
-            rows += [
-                codec.QueueRow(id=i, status=s)
-                for i, s in ids.items()
-                if s in ("delivered", "revoked")
-            ]
-            return codec.join_state(_text(head), messages, rows)
-        except (StateError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(
-                f"{self.url}: stored session {session_id!r} cannot be read: {exc}"
-            ) from None
+        head, revision, digest = found
+
+        def join() -> SessionState:
+            try:
+                pending = [_pending_row(i, items[i]) for i in queue]
+                settled = [(i, s) for i, s in ids.items() if s in ("delivered", "revoked")]
+                state = codec.join_state(_text(head), messages, audit, pending, settled)
+            except (StateError, ValueError, KeyError, TypeError) as exc:
+                raise StoreError(
+                    f"{self.url}: stored session {session_id!r} cannot be read: {exc}"
+                ) from None
+            self._memo.read(state, int(revision or 0), _text(digest), len(audit))
+            return state
+
+        return await anyio.to_thread.run_sync(join)
 
     async def save_session(self, state: SessionState) -> None:
-        """Write one turn in one script (see ``Store``): the messages appended (or replaced
-        after a compaction), the head replaced, the queue merged."""
-        parts = codec.split_state(state)
-        incoming = codec.state_rows(parts.queue)
-        sid = parts.session_id
-        digest = codec.chain(codec.EMPTY_DIGEST, parts.messages)
-        reads: list[tuple[Arg, ...]] = [
-            ("HGET", "session", "digest"),
-            ("HGET", "session", "message_count"),
-        ]
-        if incoming:
-            reads.append(("HMGET", "ids", *(row.id for row in incoming)))
+        """Write one turn in one script (see ``Store``): the new messages and audit entries
+        appended (all of them, replaced, after a compaction or another writer), the head
+        replaced, the queue merged. The JSON is made off the event loop and covers only what
+        the turn added (``_codec.plan_save``)."""
+        plan = await anyio.to_thread.run_sync(codec.plan_save, state, self._memo)
+        sid = plan.session_id
+        merging = (*plan.items, *plan.settled)
+        reads: list[tuple[Arg, ...]] = [("HMGET", "session", "revision", "message_count", "digest")]
+        if merging:
+            reads.append(("HMGET", "ids", *(row.id for row in merging)))
         for _ in range(_ATTEMPTS):
-            stored, count, *found = await self._read(sid, *reads)
+            (revision, count, digest), *found = await self._read(sid, *reads)
             statuses = found[0] if found else []
-            count = int(count)
-            prefix = parts.messages[:count]
-            rewrite = not (
-                count <= len(parts.messages) and codec.chain(codec.EMPTY_DIGEST, prefix) == stored
-            )
-            new = parts.messages if rewrite else parts.messages[count:]
-            args: list[Arg] = [
-                stored,
-                int(rewrite),
-                parts.head,
-                parts.turn,
-                len(parts.messages),
-                digest,
-                self.clock(),
-                len(new),
-                *new,
-            ]
+            at = (int(revision or 0), int(count), _text(digest))
+            if plan.appends_to(*at):
+                writes = plan.against(*at)
+            else:  # every row: serialised off the event loop too
+                writes = await anyio.to_thread.run_sync(plan.against, *at)
             rows: list[Arg] = []
-            for row, current in zip(incoming, statuses, strict=True):
+            for row, current in zip(merging, statuses, strict=True):
                 now = None if current is None else codec.QueueRow(id=row.id, status=current)
                 merged = codec.merge_row(now, row)
                 if merged is None:
                     continue
                 item = _item_text(merged) if merged.status == "pending" else ""
                 rows += [row.id, current or "none", merged.status, merged.mode or "", item]
-            result = await self._script("save", sid, [*args, len(rows) // 5, *rows])
-            if result == "unknown":
+            args: list[Arg] = [
+                at[0],
+                int(writes.messages_at is not None),
+                int(writes.audit_at is not None),
+                plan.head,
+                plan.turn,
+                plan.message_count,
+                writes.digest,
+                self.clock(),
+                len(writes.messages),
+                *writes.messages,
+                len(writes.audit),
+                *writes.audit,
+                len(rows) // 5,
+                *rows,
+            ]
+            result = await self._script("save", sid, args)
+            if result[0] == "unknown":
                 raise UnknownSessionError(sid)
-            if result == "ok":
+            if result[0] == "ok":
+                self._memo.wrote(plan, writes, int(result[1]))
                 await self._touch(sid)
                 return
         raise self._gave_up(sid)

@@ -94,6 +94,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             expires_at REAL NOT NULL
         ) WITHOUT ROWID""",
     ),
+    (
+        # 2 -> 3: a save appends what a turn added. Audit entries get rows of their own (a
+        # head written before keeps its entries until the session's next save moves them);
+        # every write of a session bumps its revision, so a store object can tell that the
+        # rows are still the ones it last wrote or read.
+        """CREATE TABLE audit (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            position INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            PRIMARY KEY (session_id, position)
+        ) WITHOUT ROWID""",
+        "ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -187,6 +200,7 @@ class SQLiteStore:
         self.clock = clock
         self.poll_interval = poll_interval
         self._lock = threading.Lock()
+        self._memo = codec.Memo()
         self._waiters = Waiters()
         self._groups = threading.local()
         self._db: sqlite3.Connection | None = self._connect()
@@ -349,120 +363,133 @@ class SQLiteStore:
 
     async def create_session(self, state: SessionState) -> None:
         """Store a new session (see ``Store``)."""
-        parts = codec.split_state(state)
-        rows = codec.state_rows(parts.queue)
         now = self.clock()
-        sid = parts.session_id
 
-        def run(db: sqlite3.Connection) -> None:
+        def run(db: sqlite3.Connection, plan: codec.SavePlan) -> codec.Writes:
+            sid = plan.session_id
+            writes = plan.against(0, 0, codec.EMPTY_DIGEST)
             with _transaction(db):
                 if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
                     raise SessionExistsError(sid)
                 db.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?, "
-                    "(SELECT coalesce(max(touched), 0) + 1 FROM sessions), ?, ?, ?, ?)",
-                    (
-                        sid,
-                        now,
-                        now,
-                        parts.turn,
-                        parts.head,
-                        len(parts.messages),
-                        codec.chain(codec.EMPTY_DIGEST, parts.messages),
-                    ),
+                    "INSERT INTO sessions (session_id, created_at, updated_at, touched, turn, "
+                    "head, message_count, digest, revision) VALUES (?, ?, ?, "
+                    "(SELECT coalesce(max(touched), 0) + 1 FROM sessions), ?, ?, ?, ?, 0)",
+                    (sid, now, now, plan.turn, plan.head, plan.message_count, writes.digest),
                 )
-                _insert_messages(db, sid, 0, parts.messages)
+                _write_history(db, sid, writes)
                 db.executemany(
                     "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
-                    [(sid, r.id, r.status, r.kind, r.mode, r.payload) for r in rows],
+                    [
+                        (sid, r.id, r.status, r.kind, r.mode, r.payload)
+                        for r in (*plan.items, *plan.settled)
+                    ],
                 )
+            return writes
 
-        await self._call(run)
-        self._waiters.notify(sid)
+        def job() -> str:
+            plan = codec.plan_save(state, None)  # the JSON work, off the event loop
+            writes = self._locked(lambda db: run(db, plan))
+            self._memo.wrote(plan, writes, 0)
+            return plan.session_id
+
+        self._waiters.notify(await anyio.to_thread.run_sync(job))
 
     async def load_session(self, session_id: str) -> SessionState | None:
-        """The stored session, or ``None`` (see ``Store``)."""
+        """The stored session, or ``None`` (see ``Store``); read and parsed off the event
+        loop."""
         sid = codec.check_session_id(session_id)
 
-        def run(
-            db: sqlite3.Connection,
-        ) -> tuple[str, list[str], list[codec.QueueRow]] | None:
-            with _transaction(db, write=False):  # one snapshot for the three reads
-                found = db.execute("SELECT head FROM sessions WHERE session_id = ?", (sid,))
-                head = found.fetchone()
-                if head is None:
+        def run(db: sqlite3.Connection) -> _Read | None:
+            with _transaction(db, write=False):  # one snapshot for every read
+                found = db.execute(
+                    "SELECT head, revision, digest FROM sessions WHERE session_id = ?", (sid,)
+                ).fetchone()
+                if found is None:
                     return None
-                messages = [
-                    r[0]
-                    for r in db.execute(
-                        "SELECT event FROM messages WHERE session_id = ? ORDER BY position",
+                return _Read(
+                    head=str(found[0]),
+                    revision=int(found[1]),
+                    digest=str(found[2]),
+                    messages=_texts(db, "messages", sid),
+                    audit=_texts(db, "audit", sid),
+                    pending=[
+                        _queue_row(r)
+                        for r in db.execute(f"{_ROW} AND status = 'pending' ORDER BY seq", (sid,))
+                    ],
+                    settled=db.execute(
+                        "SELECT item_id, status FROM queue WHERE session_id = ? "
+                        "AND status != 'pending'",
                         (sid,),
-                    )
-                ]
-                rows = [_queue_row(r) for r in db.execute(f"{_ROW} ORDER BY seq", (sid,))]
-                return str(head[0]), messages, rows
+                    ).fetchall(),
+                )
 
-        stored = await self._call(run)
-        if stored is None:
-            return None
-        try:
-            return codec.join_state(*stored)
-        except (StateError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"{self.path}: stored session {sid!r} cannot be read: {exc}") from None
+        def job() -> SessionState | None:
+            stored = self._locked(run)
+            if stored is None:
+                return None
+            try:
+                state = codec.join_state(
+                    stored.head, stored.messages, stored.audit, stored.pending, stored.settled
+                )
+            except (StateError, ValueError, KeyError, TypeError) as exc:
+                raise StoreError(
+                    f"{self.path}: stored session {sid!r} cannot be read: {exc}"
+                ) from None
+            self._memo.read(state, stored.revision, stored.digest, len(stored.audit))
+            return state
+
+        return await anyio.to_thread.run_sync(job)
 
     async def save_session(self, state: SessionState) -> None:
-        """Write one turn in one transaction (see ``Store``)."""
-        parts = codec.split_state(state)
-        incoming = codec.state_rows(parts.queue)
-        sid = parts.session_id
+        """Write one turn in one transaction (see ``Store``).
 
-        def run(db: sqlite3.Connection) -> None:
+        Costs what the turn changed: the JSON of the new messages and audit entries, the
+        head and the queue rows this store object does not know to be stored is made in the
+        worker thread, and only those rows are written (``_codec.plan_save``).
+        """
+
+        def run(db: sqlite3.Connection, plan: codec.SavePlan) -> tuple[codec.Writes, int]:
+            sid = plan.session_id
             with _transaction(db):
                 found = db.execute(
-                    "SELECT message_count, digest FROM sessions WHERE session_id = ?", (sid,)
+                    "SELECT message_count, digest, revision FROM sessions WHERE session_id = ?",
+                    (sid,),
                 ).fetchone()
                 if found is None:
                     raise UnknownSessionError(sid)
-                count, digest = int(found[0]), str(found[1])
-                prefix = parts.messages[:count]
-                if count <= len(parts.messages) and codec.chain("", prefix) == digest:
-                    _insert_messages(db, sid, count, parts.messages[count:])
-                else:  # compaction rewrote the history
-                    db.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-                    _insert_messages(db, sid, 0, parts.messages)
+                revision = int(found[2])
+                writes = plan.against(revision, int(found[0]), str(found[1]))
+                _write_history(db, sid, writes)
                 db.execute(
-                    "UPDATE sessions SET turn = ?, head = ?, message_count = ?, digest = ? "
-                    "WHERE session_id = ?",
-                    (
-                        parts.turn,
-                        parts.head,
-                        len(parts.messages),
-                        codec.chain(codec.EMPTY_DIGEST, parts.messages),
-                        sid,
-                    ),
+                    "UPDATE sessions SET turn = ?, head = ?, message_count = ?, digest = ?, "
+                    "revision = ? WHERE session_id = ?",
+                    (plan.turn, plan.head, plan.message_count, writes.digest, revision + 1, sid),
                 )
-                current = {r.id: r for r in map(_queue_row, db.execute(_ROW, (sid,)))}
-                for row in incoming:
-                    merged = codec.merge_row(current.get(row.id), row)
-                    if merged is None:
-                        continue
-                    if row.id in current:
-                        db.execute(
-                            "UPDATE queue SET status = ?, kind = NULL, mode = NULL, "
-                            "payload = NULL WHERE session_id = ? AND item_id = ?",
-                            (merged.status, sid, row.id),
-                        )
-                    else:
-                        db.execute(
-                            "INSERT INTO queue (session_id, item_id, status, kind, mode, "
-                            "payload) VALUES (?, ?, ?, ?, ?, ?)",
-                            (sid, row.id, row.status, row.kind, row.mode, row.payload),
-                        )
+                # the merge of codec.merge_row, one indexed upsert per row the store may lack
+                db.executemany(
+                    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
+                    "VALUES (?, ?, 'pending', ?, ?, ?) ON CONFLICT (session_id, item_id) "
+                    "DO NOTHING",
+                    [(sid, r.id, r.kind, r.mode, r.payload) for r in plan.items],
+                )
+                db.executemany(
+                    "INSERT INTO queue (session_id, item_id, status) VALUES (?, ?, ?) "
+                    "ON CONFLICT (session_id, item_id) DO UPDATE SET status = excluded.status, "
+                    "kind = NULL, mode = NULL, payload = NULL WHERE status = 'pending'",
+                    [(sid, r.id, r.status) for r in plan.settled],
+                )
                 self._touch(db, sid)
+            return writes, revision + 1
 
-        await self._call(run)
-        self._waiters.notify(sid)
+        def job() -> str:
+            plan = codec.plan_save(state, self._memo)  # the JSON work, off the event loop
+            writes, revision = self._locked(lambda db: run(db, plan))
+            self._memo.wrote(plan, writes, revision)
+            return plan.session_id
+
+        self._waiters.notify(await anyio.to_thread.run_sync(job))
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         """Append transcript messages (see ``Store``)."""
@@ -478,9 +505,10 @@ class SQLiteStore:
                     raise UnknownSessionError(sid)
                 count = int(found[0])
                 rows = codec.message_rows(messages, count)
-                _insert_messages(db, sid, count, rows)
+                _insert_rows(db, "messages", sid, count, rows)
                 db.execute(
-                    "UPDATE sessions SET message_count = ?, digest = ? WHERE session_id = ?",
+                    "UPDATE sessions SET message_count = ?, digest = ?, revision = revision + 1 "
+                    "WHERE session_id = ?",
                     (count + len(rows), codec.chain(str(found[1]), rows), sid),
                 )
                 self._touch(db, sid)
@@ -498,7 +526,7 @@ class SQLiteStore:
                 if head is None:
                     raise UnknownSessionError(sid)
                 db.execute(
-                    "UPDATE sessions SET head = ? WHERE session_id = ?",
+                    "UPDATE sessions SET head = ?, revision = revision + 1 WHERE session_id = ?",
                     (codec.head_with_reminders(str(head[0]), reminders), sid),
                 )
                 self._touch(db, sid)
@@ -866,11 +894,47 @@ class _Group:
                 self.wake_next()
 
 
-def _insert_messages(db: sqlite3.Connection, sid: str, start: int, rows: Sequence[str]) -> None:
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One session as read from the file, in one snapshot."""
+
+    head: str
+    revision: int
+    digest: str
+    messages: list[str]
+    audit: list[str]
+    pending: list[codec.QueueRow]  # FIFO
+    settled: list[tuple[str, str]]  # (id, "delivered" | "revoked")
+
+
+# the two append-only tables of a session's history, (session_id, position, event) each
+_History = Literal["messages", "audit"]
+
+
+def _texts(db: sqlite3.Connection, table: _History, sid: str) -> list[str]:
+    found = db.execute(f"SELECT event FROM {table} WHERE session_id = ? ORDER BY position", (sid,))
+    return [r[0] for r in found]
+
+
+def _insert_rows(
+    db: sqlite3.Connection, table: _History, sid: str, start: int, rows: Sequence[str]
+) -> None:
     db.executemany(
-        "INSERT INTO messages VALUES (?, ?, ?)",
+        f"INSERT INTO {table} VALUES (?, ?, ?)",
         [(sid, start + i, row) for i, row in enumerate(rows)],
     )
+
+
+def _write_history(db: sqlite3.Connection, sid: str, writes: codec.Writes) -> None:
+    """Append (or replace) the message and audit rows of one save."""
+    parts: tuple[tuple[_History, int | None, Sequence[str]], ...] = (
+        ("messages", writes.messages_at, writes.messages),
+        ("audit", writes.audit_at, writes.audit),
+    )
+    for table, start, rows in parts:
+        if start is None:
+            db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
+        _insert_rows(db, table, sid, start or 0, rows)
 
 
 @contextmanager

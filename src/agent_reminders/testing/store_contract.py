@@ -264,6 +264,64 @@ class StoreContract:
         assert late.id not in _ids(loaded.queue.items)
         await store.close()
 
+    async def test_every_save_stores_the_state_whatever_happened_since(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """A save writes only what a turn added when the store object knows the stored rows
+        are those it last wrote or read; after a load, another writer, compaction or a
+        restart it still stores exactly the state."""
+        store, other = await self.open(store_factory), await self.open(store_factory)
+        s = conversation()
+        await store.create_session(s.state())
+        s.append(_tool_result("c2", "edited"))
+
+        async def turn(n: int, who: Store) -> None:
+            s.queue.remind({"body": f"for the record {n}"}, mode="audit_only")
+            s.run_seam("loop_exit")  # an audit entry every turn
+            s.append(_user(f"question {n}"))
+            s.prepare_request()
+            s.append(_assistant(f"answer {n}"))
+            s.post_turn(s.turn)
+            await who.save_session(s.state())
+            for reader in (store, other):
+                loaded = await reader.load_session("s1")
+                assert loaded is not None
+                # the queue is merged (another writer's deliveries are kept); the rest is s
+                assert loaded.to_document(queue=False) == s.state().to_document(queue=False)
+                assert s.queue.delivered_ids <= loaded.queue.delivered_ids
+
+        for n in range(3):
+            await turn(n, store)
+        # another store object writes the session in between
+        await other.append_messages("s1", [_user("from another process")])
+        await turn(3, store)  # that message is not in the state: the history is replaced
+        await other.save_reminders("s1", [Reminder(id="r-other", body="Elsewhere.")])
+        await turn(4, store)
+        # another writer saves a state with as many audit entries, but other ones
+        elsewhere = await other.load_session("s1")
+        assert elsewhere is not None
+        t = Session.from_state(elsewhere)
+        t.queue.remind({"body": "not in this process"}, mode="audit_only")
+        t.run_seam("loop_exit")
+        await other.save_session(t.state())
+        await turn(5, store)
+        assert all(e["reminder"]["body"] != "not in this process" for e in s.transcript.audit)
+        s.compact(keep_last=2)
+        await turn(6, store)
+        # a restart: the state loaded by a store object that remembers nothing goes on
+        store = await self.reopen(store, store_factory)
+        loaded = await store.load_session("s1")
+        assert loaded is not None
+        assert loaded.to_document(queue=False) == s.state().to_document(queue=False)
+        s = Session.from_state(loaded)
+        for n in range(7, 9):
+            await turn(n, store)
+        await turn(9, other)  # the other object's first save of this state
+        [info] = await store.list_sessions()
+        assert (info.message_count, info.turn) == (len(s.transcript), s.turn)
+        await store.close()
+        await other.close()
+
     async def test_append_messages_and_save_reminders(self, store_factory: StoreFactory) -> None:
         s = conversation()
         store = await self.open(store_factory)
