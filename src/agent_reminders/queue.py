@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,6 +39,7 @@ __all__ = [
     "QueueState",
     "REMINDER_PAYLOAD_KEYS",
     "normalize_mode",
+    "unchanged_since_made",
     "validate_reminder_payload",
 ]
 
@@ -204,7 +206,7 @@ class InjectionQueue:
         ``grant`` lowers the authority allowed for this call (a bridge token's
         ``max_authority``); it can never exceed the queue's own ``max_authority``.
         """
-        return self._push(self.reminder_item(payload, mode=mode, grant=grant))
+        return self._push(self._reminder(payload, mode=mode, grant=grant))
 
     def reminder_item(
         self,
@@ -221,7 +223,21 @@ class InjectionQueue:
             >>> item = q.reminder_item({"body": "CI is red"}, mode="queue")
             >>> item.mode.value, item.payload["body"], len(q)
             ('audit_only', 'CI is red', 0)
+
+        A store that is handed this very item, unchanged, need not check it again
+        (:func:`unchanged_since_made`).
         """
+        item = self._reminder(payload, mode=mode, grant=grant)
+        _made.add(item)
+        return item
+
+    def _reminder(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        mode: str | None = None,
+        grant: Authority | str | None = None,
+    ) -> QueueItem:
         limit = self.max_authority
         if grant is not None:
             asked = coerce_enum(Authority, grant, "grant")
@@ -340,6 +356,64 @@ class InjectionQueue:
         new._delivered = set(state.delivered_ids)
         new._revoked = set(state.revoked_ids)
         return new
+
+
+def _snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
+    # the payload's values, with the containers copied (tags, _meta)
+    return {
+        k: list(v) if type(v) is list else dict(v) if type(v) is dict else v
+        for k, v in payload.items()
+    }
+
+
+class _Made:
+    """The items ``reminder_item`` made lately, each with a copy of its payload (at most
+    ``limit``, the oldest forgotten first): a store is normally handed one at once."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.items: OrderedDict[int, tuple[QueueItem, dict[str, Any]]] = OrderedDict()
+
+    def add(self, item: QueueItem) -> None:
+        entry = (item, _snapshot(item.payload))
+        with self.lock:
+            self.items[id(item)] = entry  # the entry holds the item: its id stays its own
+            if len(self.items) > self.limit:
+                self.items.popitem(last=False)
+
+    def take(self, item: QueueItem) -> dict[str, Any] | None:
+        with self.lock:
+            entry = self.items.pop(id(item), None)
+        return None if entry is None or entry[0] is not item else entry[1]
+
+
+_made = _Made()
+
+
+def unchanged_since_made(item: QueueItem) -> bool:
+    """Whether ``item`` is one :meth:`InjectionQueue.reminder_item` returned, lately, whose
+    payload still holds what it was made with (the same keys; values of the same types and
+    equal): then it is in the queue's own form, and a store need not run
+    :func:`check_queue_item` on it again. Answers ``True`` at most once per item.
+
+    Example:
+        >>> item = InjectionQueue().reminder_item({"body": "CI is red"})
+        >>> unchanged_since_made(item), unchanged_since_made(item)
+        (True, False)
+        >>> changed = InjectionQueue().reminder_item({"body": "CI is red"})
+        >>> changed.payload["ttl_turns"] = -1
+        >>> unchanged_since_made(changed)
+        False
+    """
+    made = _made.take(item)
+    payload = item.payload
+    return (
+        made is not None
+        and type(payload) is dict
+        and payload.keys() == made.keys()
+        and all(type(payload[k]) is type(v) and payload[k] == v for k, v in made.items())
+    )
 
 
 def _copied(items: Iterable[QueueItem]) -> list[QueueItem]:

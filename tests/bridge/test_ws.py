@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
 
-from agent_reminders import Session
+from agent_reminders import InjectionQueue, Session
 from agent_reminders.bridge import Bridge, BridgeSettings
 from agent_reminders.bridge.auth import Scope
 from agent_reminders.bridge.ws import serve_ws
 from agent_reminders.storage import MemoryStore
+from agent_reminders.testing import ScriptedModel
 
 websockets = pytest.importorskip("websockets")
 from websockets.asyncio.client import connect  # noqa: E402
@@ -137,3 +139,112 @@ async def test_an_idle_connection_is_closed() -> None:
             with anyio.fail_after(5):
                 await ws.wait_closed()
         tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _serving(bridge: Bridge) -> AsyncIterator[str]:
+    ports: list[int] = []
+    started = anyio.Event()
+
+    def ready(port: int) -> None:
+        ports.append(port)
+        started.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve_ws(bridge, "127.0.0.1", 0, ready=ready))
+        await started.wait()
+        yield f"ws://127.0.0.1:{ports[0]}/"
+        tg.cancel_scope.cancel()
+
+
+def _frame(i: int | None, method: str, params: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if i is not None:
+        message["id"] = i
+    return message
+
+
+def _emitted(message: Any) -> str | None:
+    """The id a ``_session/reminder_emitted`` notification announces (else ``None``)."""
+    if isinstance(message, dict) and message.get("method") == "_session/reminder_emitted":
+        return str(message["params"]["reminder"]["reminderId"])
+    return None
+
+
+SLOW_TOOL = {"tool_calls": [{"id": "c1", "name": "ls", "arguments": {}}], "delay_seconds": 0.1}
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["request", "batch"])
+async def test_a_running_prompt_leaves_its_connection_reading(batched: bool) -> None:
+    """A prompt (alone or in a batch) runs beside the connection's other frames: a remind
+    sent meanwhile is answered at once and reaches the prompt, a cancel ends it."""
+    settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),))
+    bridge = Bridge(MemoryStore(), model=ScriptedModel([SLOW_TOOL], loop=True), settings=settings)
+    async with _serving(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+        sid = (await _call(ws, "session/new", {"cwd": "/"}))["result"]["sessionId"]
+        params = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+        prompt = _frame(1, "session/prompt", params)
+        await ws.send(json.dumps([prompt] if batched else prompt))
+        with anyio.fail_after(30):
+            seen: list[Any] = []
+            while not any(m.get("method") == "session/update" for m in seen):
+                seen.append(json.loads(await ws.recv()))  # the prompt is running
+            remind = _frame(2, "session/remind", {"sessionId": sid, "body": "hi"})
+            await ws.send(json.dumps(remind))
+            rid = None
+            # answered while the prompt runs, and delivered into it
+            while rid is None or not any(_emitted(m) == rid for m in seen):
+                seen.append(json.loads(await ws.recv()))
+                if isinstance(seen[-1], dict) and seen[-1].get("id") == 2:
+                    rid = seen[-1]["result"]["reminderId"]
+            await ws.send(json.dumps(_frame(None, "session/cancel", {"sessionId": sid})))
+            while True:
+                message = json.loads(await ws.recv())
+                seen.append(message)
+                reply = message[0] if isinstance(message, list) else message
+                if reply.get("id") == 1:
+                    break
+    assert isinstance(message, list) is batched
+    assert reply["result"] == {"stopReason": "cancelled"}
+    assert [_emitted(m) for m in seen if _emitted(m)] == [rid]
+
+
+async def test_a_reply_too_big_to_write_at_once_keeps_its_place() -> None:
+    """Small replies are written straight to the socket, big ones through the send queue:
+    a small reply behind a big one still comes after it."""
+    settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),))
+    bridge = Bridge(MemoryStore(), settings=settings)
+    await bridge.store.create_session(Session("big").state())
+    scratch = InjectionQueue()
+    for i in range(20):
+        scratch.remind({"body": f"{i} " + "x" * 16_000})
+    for item in scratch.state().items:
+        await bridge.store.enqueue("big", item)
+    frames = [
+        _frame(1, "session/pending_injections", {"sessionId": "big"}),
+        _frame(2, "session/remind", {"sessionId": "big", "body": "small"}),
+        _frame(3, "session/pending_injections", {"sessionId": "big"}),
+        _frame(4, "session/remind", {"sessionId": "big", "body": "smaller"}),
+    ]
+    async with _serving(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+        for frame in frames:  # all sent before any reply is read
+            await ws.send(json.dumps(frame))
+        with anyio.fail_after(30):
+            replies = [json.loads(await ws.recv()) for _ in frames]
+    assert [r["id"] for r in replies] == [1, 2, 3, 4]
+    assert replies[0]["result"]["pendingCount"] == 20
+    assert replies[2]["result"]["pendingCount"] == 21
+    assert (
+        replies[2]["result"]["injections"][-1]["reminderId"] == replies[1]["result"]["reminderId"]
+    )
+
+
+async def test_frames_keep_a_connection_from_going_idle() -> None:
+    settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),), idle_timeout_seconds=0.4)
+    bridge = Bridge(MemoryStore(), settings=settings)
+    async with _serving(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+        for i in range(12):  # 1.2 s of traffic, three times the idle timeout
+            assert "result" in await _call(ws, "initialize", {}, i=i)
+            await anyio.sleep(0.1)
+        with anyio.fail_after(5):  # silent now: closed
+            await ws.wait_closed()

@@ -560,3 +560,48 @@ async def test_a_save_writes_only_the_rows_a_turn_added(tmp_path: Path) -> None:
     assert await store.load_session("s1") == s.state()
     await store.close()
     db.close()
+
+
+async def test_the_pending_limit_sees_what_other_connections_and_calls_changed(
+    tmp_path: Path,
+) -> None:
+    """``enqueue`` remembers the pending count between its commits; whatever else changes
+    the queue — another store object on the file, a raw connection, this store's own drain
+    or revoke — is seen by the next full-queue check."""
+    path = tmp_path / "state.db"
+    limit = 3
+
+    async def full(store: SQLiteStore, body: str) -> bool:
+        try:
+            await store.enqueue("s1", _reminder(body), max_pending=limit)
+        except QueueError as exc:
+            refused = exc.reason
+        else:
+            return False
+        assert refused == "queue_full"
+        return True
+
+    async with SQLiteStore(path) as store, SQLiteStore(path) as other:
+        await store.create_session(Session(session_id="s1").state())
+        assert not await full(store, "a")
+        assert not await full(store, "b")
+        await other.enqueue("s1", _reminder("from another store object"))
+        assert await full(store, "c")  # three pending, one of them not queued here
+        await other.drain("s1", ["finish_step"])
+        assert not await full(store, "d")  # the other object delivered all three
+        assert not await full(store, "e")
+        own = _reminder("f")
+        await store.enqueue("s1", own, max_pending=limit)
+        assert await full(store, "g")
+        assert await store.revoke("s1", own.id) == "revoked"  # this store's own change
+        assert not await full(store, "h")
+        raw = sqlite3.connect(path)
+        raw.execute("UPDATE queue SET status = 'delivered' WHERE status = 'pending'")
+        raw.commit()
+        raw.close()
+        for body in ("i", "j", "k"):
+            assert not await full(store, body)
+        assert await full(store, "l")
+        await store.drain("s1", ["finish_step"])  # and its own drain
+        assert not await full(store, "m")
+        assert len(await store.pending("s1")) == 1

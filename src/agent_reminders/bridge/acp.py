@@ -35,6 +35,7 @@ from .reminders import REMINDER_METHODS, reminder_handlers
 __all__ = [
     "Bridge",
     "Connection",
+    "LONG_RUNNING_METHODS",
     "OutOfScopeError",
     "PROTOCOL_VERSION",
     "replay_updates",
@@ -44,6 +45,10 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 MODES = ["interrupt_immediate", "finish_step", "audit_only"]
+# The methods that stream notifications before their reply and may run for minutes: a
+# transport that answers a connection's frames one after another runs these in a task of
+# their own, so it goes on reading (a session/cancel must reach a running prompt).
+LONG_RUNNING_METHODS = frozenset({"session/prompt", "session/load"})
 log = logging.getLogger("agent_reminders.bridge")
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]

@@ -80,14 +80,33 @@ class Dispatcher:
         With a ``limiter``, every request and notification (each element of a batch) takes a
         token; one over the rate is refused with ``-32005`` and ``data.retryAfterMs``.
         """
-        size = len(frame) if isinstance(frame, bytes) else len(frame.encode("utf-8", "replace"))
+        message, refusal = self.decode(frame)
+        if refusal is not None:
+            return refusal
+        return await self.answer(message, connection, limiter=limiter)
+
+    def decode(self, frame: str | bytes) -> tuple[Any, str | None]:
+        """The first half of :meth:`handle_frame`: ``(message, None)``, or ``(None, reply)``
+        for a frame that is over the size limit or not JSON (a transport that looks at the
+        message before it is answered calls this, then :meth:`answer`)."""
+        if isinstance(frame, bytes):
+            size = len(frame)
+        else:  # a str of n characters is n to 4n bytes: count them only when it matters
+            size = len(frame)
+            if 4 * size > self.max_frame_bytes:
+                size = len(frame.encode("utf-8", "replace"))
         if size > self.max_frame_bytes:
-            return self.oversized(size)
+            return None, self.oversized(size)
         try:
             text = frame.decode("utf-8") if isinstance(frame, bytes) else frame
-            message = json.loads(text)
+            return json.loads(text), None
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            return encode(_error_reply(None, RpcError(PARSE_ERROR, "Parse error")))
+            return None, encode(_error_reply(None, RpcError(PARSE_ERROR, "Parse error")))
+
+    async def answer(
+        self, message: Any, connection: Any, *, limiter: TokenBucket | None = None
+    ) -> str | None:
+        """The second half of :meth:`handle_frame`: the reply text to a decoded message."""
         reply = await self.handle_message(message, connection, limiter=limiter)
         if reply is None:
             return None

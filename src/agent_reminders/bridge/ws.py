@@ -4,18 +4,27 @@ Authentication happens before the upgrade: no valid ``Authorization: Bearer <tok
 401 and no socket (a token in the query string does not count); an ``Origin`` outside
 ``allowed_origins`` → 403 (no ``Origin`` — a non-browser client — is allowed). Needs the
 ``bridge`` extra (``websockets``).
+
+Each connection reads its frames in one loop and answers them there, in order; only
+``session/prompt`` and ``session/load``, which stream notifications and may run for minutes,
+get a task of their own, so the loop goes on reading (a ``session/cancel`` reaches the prompt).
+A reply or notification is written straight to the socket when nothing is waiting ahead of it
+and it fits under the write buffer's low-water mark (``ws.send`` then returns without waiting);
+anything else goes through the connection's bounded send queue, whose writer gives up on a
+client that does not read within ``send_timeout_seconds``.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
 
 import anyio
 
-from .acp import Bridge, Connection
+from .acp import LONG_RUNNING_METHODS, Bridge, Connection
 from .auth import find_token
 from .dispatcher import Dispatcher, encode
 from .limits import TokenBucket
@@ -24,6 +33,17 @@ __all__ = ["serve_ws"]
 
 log = logging.getLogger("agent_reminders.bridge")
 POLICY_VIOLATION = 1008  # the close code for a client that does not read its replies
+# websockets' write buffer marks, high and low (its defaults: 32 KiB and a quarter of that; the
+# low one raised): a frame that keeps the buffer under the low one is written without waiting
+# (room left for its header)
+WRITE_LIMIT = (32 * 1024, 16 * 1024)
+_DIRECT_BYTES = WRITE_LIMIT[1] - 16
+
+
+def _runs_long(message: Any) -> bool:
+    """Whether a request (or any request of a batch) is one that streams and runs long."""
+    items = message if isinstance(message, list) else (message,)
+    return any(isinstance(m, dict) and m.get("method") in LONG_RUNNING_METHODS for m in items)
 
 
 async def _close(ws: Any, code: int, reason: str, timeout: float) -> None:
@@ -57,6 +77,8 @@ async def serve_ws(
     """Serve ``bridge`` on ``ws://host:port/`` until cancelled; ``ready(port)`` is called once
     listening (``port=0`` picks a free one)."""
     server = _websockets()
+    from websockets.exceptions import ConnectionClosed
+
     settings = bridge.settings
     dispatcher = Dispatcher(bridge.methods, max_frame_bytes=settings.max_frame_bytes)
     scopes: dict[int, Any] = {}
@@ -73,11 +95,12 @@ async def serve_ws(
 
     async def handler(ws: Any) -> None:
         scope = scopes.pop(id(ws))
-        # a bounded send queue, in messages and in bytes: a reader too slow to keep up is
-        # disconnected, never buffered without bound (04 §5)
+        # a bounded send queue, in messages and in bytes, for what cannot be written at once:
+        # a reader too slow to keep up is disconnected, never buffered without bound (04 §5)
         outbox, pending = anyio.create_memory_object_stream[str](settings.max_send_queue)
-        queued = 0  # bytes in the outbox or being written
+        queued = 0  # bytes in the outbox or being written by the writer
         ending: list[tuple[int, str]] = []  # the close code and reason, once we end it
+        last_frame = time.monotonic()
 
         def stop(code: int, reason: str, why: str) -> None:
             if not ending:
@@ -87,6 +110,15 @@ async def serve_ws(
 
         async def send(text: str) -> None:
             nonlocal queued
+            if queued == 0 and ws.transport.get_write_buffer_size() + len(text) <= _DIRECT_BYTES:
+                # nothing is ahead of it and the write stays under websockets' low-water mark:
+                # ws.send writes it and returns without waiting, so no timeout is needed
+                try:
+                    await ws.send(text)
+                except ConnectionClosed:  # the client went away: nothing left to serve
+                    log.debug("websocket connection ended while sending", exc_info=True)
+                    tg.cancel_scope.cancel()
+                return
             if queued >= settings.max_send_queue_bytes:
                 stop(POLICY_VIOLATION, "send queue full", "its send queue is full (bytes)")
                 return
@@ -112,6 +144,13 @@ async def serve_ws(
                         stop(POLICY_VIOLATION, "send timed out", "the client stopped reading")
                         return
 
+        async def idle() -> None:
+            # one timer per connection, moved on by every frame that arrives
+            while (left := last_frame + settings.idle_timeout_seconds - time.monotonic()) > 0:
+                await anyio.sleep(left)
+            log.info("closing an idle WebSocket connection")
+            tg.cancel_scope.cancel()
+
         async def notify(method: str, params: dict[str, Any]) -> None:
             await send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
 
@@ -122,24 +161,27 @@ async def serve_ws(
             limiter=TokenBucket(settings.rate_per_second),
         )
 
-        async def handle(frame: str | bytes) -> None:
+        async def answer(message: Any) -> None:
             if ending:  # started before the connection was given up: nothing to answer
                 return
-            reply = await dispatcher.handle_frame(frame, connection, limiter=connection.limiter)
+            reply = await dispatcher.answer(message, connection, limiter=connection.limiter)
             if reply is not None:
                 await send(reply)
 
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(writer)
+                tg.start_soon(idle)
                 while True:
-                    with anyio.move_on_after(settings.idle_timeout_seconds):
-                        frame = await ws.recv()
-                        tg.start_soon(handle, frame)
-                        continue
-                    log.info("closing an idle WebSocket connection")
-                    break
-                tg.cancel_scope.cancel()
+                    frame = await ws.recv()
+                    last_frame = time.monotonic()
+                    message, refusal = dispatcher.decode(frame)
+                    if refusal is not None:
+                        await send(refusal)
+                    elif _runs_long(message):
+                        tg.start_soon(answer, message)  # the next frame may be its cancel
+                    else:
+                        await answer(message)  # replies in order, no task per frame
         except Exception:  # a client going away mid-reply ends only its own connection
             log.debug("websocket connection ended", exc_info=True)
         finally:
@@ -153,6 +195,9 @@ async def serve_ws(
         port,
         process_request=check,
         max_size=settings.max_frame_bytes,
+        # frames are small JSON-RPC messages: deflating each costs more than it saves
+        compression=None,
+        write_limit=WRITE_LIMIT,
     ) as running:
         bound = next(iter(running.sockets)).getsockname()[1]
         if ready is not None:

@@ -41,7 +41,14 @@ from .._core.events import EventRecord
 from .._core.messages import validate_message
 from .._core.records import DeliveryMode, Message, Reminder
 from .._core.transcript import HistoryMark, Transcript, message_event
-from ..queue import InjectionQueue, QueueItem, QueueState, check_queue_item, normalize_mode
+from ..queue import (
+    InjectionQueue,
+    QueueItem,
+    QueueState,
+    check_queue_item,
+    normalize_mode,
+    unchanged_since_made,
+)
 from ..state import SessionState
 
 Status = Literal["pending", "delivered", "revoked"]
@@ -92,7 +99,10 @@ def item_row(item: QueueItem, status: Status = "pending") -> QueueRow:
         raise ReminderError(
             "RMD-002", f"queue item {item.id!r}: payload is not JSON: {exc}"
         ) from None
-    checked = check_queue_item(item.kind, item.id, item.mode, json.loads(payload))
+    if unchanged_since_made(item):  # the queue has just checked it (the bridge's case)
+        checked = item
+    else:
+        checked = check_queue_item(item.kind, item.id, item.mode, json.loads(payload))
     return QueueRow(
         id=checked.id,
         status=status,

@@ -115,6 +115,15 @@ _TOUCH = (
     "touched = (SELECT coalesce(max(touched), 0) + 1 FROM sessions) WHERE session_id = ?"
 )
 _ROW = "SELECT item_id, status, kind, mode, payload FROM queue WHERE session_id = ?"
+_ENQUEUE_CHECK = (
+    "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1), "
+    "EXISTS (SELECT 1 FROM queue WHERE session_id = ?1 AND item_id = ?2)"
+)
+_PENDING_COUNT = "SELECT count(*) FROM queue WHERE session_id = ? AND status = 'pending'"
+_INSERT_PENDING = (
+    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
+    "VALUES (?, ?, 'pending', ?, ?, ?)"
+)
 
 
 def _check_path(path: object) -> str:
@@ -203,6 +212,7 @@ class SQLiteStore:
         self._memo = codec.Memo()
         self._waiters = Waiters()
         self._groups = threading.local()
+        self._pending = _PendingCounts()
         self._db: sqlite3.Connection | None = self._connect()
 
     def __repr__(self) -> str:
@@ -623,45 +633,42 @@ class SQLiteStore:
             group.wake_next()
 
     def _enqueue_all(self, db: sqlite3.Connection, batch: list[_Enqueue]) -> None:
-        """Insert the rows of ``batch`` in one transaction, each under its own savepoint."""
-        pending: dict[str, int] = {}  # session -> pending rows, counted once per batch
+        """Insert the rows of ``batch`` in one transaction. Each row is checked first and
+        written by one ``INSERT``, so a refused row writes nothing (no savepoint needed) and
+        fails only its own call; each session written is touched once, after its rows."""
+        written: dict[str, None] = {}  # sessions, in the order of their last row
         with _transaction(db):
-            if len(batch) == 1:  # alone: a refusal may roll back the whole transaction
-                self._enqueue_one(db, batch[0], pending)
-                return
+            counts, version = self._pending.take(db)
             for job in batch:
-                db.execute("SAVEPOINT item")
+                sid, row = job.session_id, job.row
                 try:
-                    self._enqueue_one(db, job, pending)
+                    self._check_enqueue(db, job, counts)
                 except AgentRemindersError as exc:
-                    db.execute("ROLLBACK TO item")
                     job.error = exc
-                db.execute("RELEASE item")
+                    continue
+                db.execute(_INSERT_PENDING, (sid, row.id, row.kind, row.mode, row.payload))
+                if sid in counts:
+                    counts[sid] += 1
+                written.pop(sid, None)
+                written[sid] = None
+            for sid in written:
+                self._touch(db, sid)
+        self._pending.keep(db, version)
 
-    def _enqueue_one(self, db: sqlite3.Connection, job: _Enqueue, pending: dict[str, int]) -> None:
-        sid, row = job.session_id, job.row
-        self._exists(db, sid)
-        used = db.execute(
-            "SELECT 1 FROM queue WHERE session_id = ? AND item_id = ?", (sid, row.id)
-        ).fetchone()
+    def _check_enqueue(self, db: sqlite3.Connection, job: _Enqueue, counts: dict[str, int]) -> None:
+        """Refuse a row for an unknown session, an id the session already used, or a full
+        queue (``counts``: pending rows per session, filled in as needed)."""
+        sid = job.session_id
+        known, used = db.execute(_ENQUEUE_CHECK, (sid, job.row.id)).fetchone()
+        if not known:
+            raise UnknownSessionError(sid)
         if used:
-            raise codec.duplicate_id(row.id)
+            raise codec.duplicate_id(job.row.id)
         if job.limit is not None:
-            if sid not in pending:
-                (pending[sid],) = db.execute(
-                    "SELECT count(*) FROM queue WHERE session_id = ? AND status = 'pending'",
-                    (sid,),
-                ).fetchone()
-            if pending[sid] >= job.limit:
+            if sid not in counts:
+                (counts[sid],) = db.execute(_PENDING_COUNT, (sid,)).fetchone()
+            if counts[sid] >= job.limit:
                 raise codec.queue_full(job.limit)
-        db.execute(
-            "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
-            "VALUES (?, ?, 'pending', ?, ?, ?)",
-            (sid, row.id, row.kind, row.mode, row.payload),
-        )
-        if sid in pending:
-            pending[sid] += 1
-        self._touch(db, sid)
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The pending rows of 04 §3, FIFO."""
@@ -869,6 +876,41 @@ class _Enqueue:
     woken: anyio.Event | None = None  # made only when the call has to wait
     done: bool = False
     error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _PendingCounts:
+    """Pending rows per session, as this connection left the file at its last ``enqueue``
+    commit, so a full-queue check need not count them again (``count(*)`` reads every pending
+    row of the session).
+
+    They are used only while nothing else can have changed the queue: no other connection
+    committed since (``PRAGMA data_version`` is the same) and this connection changed no row
+    outside ``enqueue`` (``total_changes`` is the same: a drain, a revoke, a saved turn all
+    change rows). Otherwise they are forgotten and counted again.
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+    version: int | None = None  # None: not trusted (no commit yet, or one failed)
+    changes: int = 0
+    limit: int = 10_000  # sessions remembered at most
+
+    def take(self, db: sqlite3.Connection) -> tuple[dict[str, int], int]:
+        """The counts to use (and update) in this write transaction, and the file's
+        ``data_version`` to hand to :meth:`keep` once it has committed."""
+        (version,) = db.execute("PRAGMA data_version").fetchone()
+        if (
+            version != self.version
+            or db.total_changes != self.changes
+            or len(self.counts) > self.limit
+        ):
+            self.counts.clear()
+        self.version = None  # not trusted until this transaction commits
+        return self.counts, int(version)
+
+    def keep(self, db: sqlite3.Connection, version: int) -> None:
+        """The transaction :meth:`take` served has committed: the counts are the file's."""
+        self.version, self.changes = version, db.total_changes
 
 
 @dataclass(slots=True)

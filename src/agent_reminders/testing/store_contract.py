@@ -426,6 +426,24 @@ class StoreContract:
         assert _ids(await store.drain("s1", STEP)) == [a.id]
         await store.close()
 
+    async def test_an_item_changed_after_it_was_made_is_checked_again(
+        self, store_factory: StoreFactory
+    ) -> None:
+        store = await self.fresh(store_factory)
+        queue = InjectionQueue()
+        fresh = queue.reminder_item({"body": "as made"})
+        assert await store.enqueue("s1", fresh) == fresh.id
+        changed = queue.reminder_item({"body": "then changed", "ttl_turns": 2})
+        changed.payload["ttl_turns"] = 2.0  # equal, but not the queue's form
+        with pytest.raises(ReminderError):
+            await store.enqueue("s1", changed)
+        extra = queue.reminder_item({"body": "then given a key"})
+        extra.payload["colour"] = "red"
+        with pytest.raises(ReminderError):
+            await store.enqueue("s1", extra)
+        assert [row["id"] for row in await store.pending("s1")] == [fresh.id]
+        await store.close()
+
     async def test_revoke_states(self, store_factory: StoreFactory) -> None:
         store = await self.fresh(store_factory)
         a, b = queue_items("a", "b", mode="steer")
