@@ -60,7 +60,10 @@ class Worker:
         """The model requests this worker sent, in order."""
         if not self.request_log.exists():
             return []
-        return [json.loads(line) for line in self.request_log.read_text().splitlines()]
+        # A worker killed with SIGKILL may leave its last line half written: only lines that
+        # end with a newline were written whole.
+        complete = self.request_log.read_text().split("\n")[:-1]
+        return [json.loads(line) for line in complete]
 
     def take_emitted(self) -> list[str]:
         """The ids of the reminders this worker announced as committed, in order (so far)."""
