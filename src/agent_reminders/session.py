@@ -19,6 +19,7 @@ from ._core.envelope import (
 from ._core.errors import ConfigError, ReminderError
 from ._core.events import EventLog
 from ._core.fields import OPTION_KEYS, ParsedOptions, coerce_enum, parse_reminder_options
+from ._core.frozen import fast_init
 from ._core.ids import IdFactory, new_id
 from ._core.lifecycle import (
     Cleared,
@@ -57,6 +58,7 @@ __all__ = [
 CHECKPOINT = "loop.checkpoint"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SeamResult:
     """What one seam delivered; ``dispatch_skipped`` is true when an interrupt drained at

@@ -24,3 +24,12 @@ def test_counter_overflow_advances_the_timestamp() -> None:
     stamps = {uuid.UUID(i).int >> 80 for i in ids}
     assert min(stamps) == 1_800_000_000_000
     assert max(stamps) > 1_800_000_000_000
+
+
+def test_ids_are_in_the_canonical_text_form() -> None:
+    # written without uuid.UUID: the text must be exactly what str(UUID) gives
+    make = UUID7Factory()
+    for _ in range(500):
+        text = make()
+        assert str(uuid.UUID(text)) == text
+        assert len(text) == 36

@@ -406,3 +406,28 @@ def test_commit_fires_the_projection_minus_what_history_holds(
     expected = [r.id for r in reference_project(queue) if r.id not in committed]
     assert list(result.fired) == expected
     assert (result.message is None) == (not expected)
+
+
+@settings(max_examples=300)
+@given(
+    op=INJECT,
+    tags=st.lists(st.sampled_from(["a", " b ", "a", "c"]), max_size=4),
+    propagate=st.sampled_from([None, "all", "session", "none"]),
+)
+def test_a_produced_reminder_equals_the_validated_record(
+    op: tuple[str, dict[str, Any], str, int], tags: list[str], propagate: str | None
+) -> None:
+    """The producers' path (options validated once, the record built without re-validation)
+    gives exactly the record that validated construction gives, field for field and key for
+    key."""
+    _, options, source, turn = op
+    options = {**options, "tags": tags, "propagate": propagate}
+    done = inject_reminder(
+        Transcript(), options, source=source, fired_at_turn=turn, id_factory=lambda: "r-1"
+    )
+    (made,) = done.transcript.reminders
+    given = {k: v for k, v in options.items() if v is not None}
+    expected = Reminder(id="r-1", source=source, fired_at_turn=turn, **given)
+    assert made == expected
+    assert list(made.to_dict().items()) == list(expected.to_dict().items())
+    assert list(vars(made)) == list(vars(expected))

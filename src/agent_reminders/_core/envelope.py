@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from .errors import ReminderError
 from .events import EventLog, Kind, check_log
 from .fields import FIRED_EVENT_FIELDS, event_fields
+from .frozen import fast_init
 from .records import AUTHORITY_RANK, Message, Reminder, RoleHint, check_turn
 
 if TYPE_CHECKING:
@@ -196,6 +197,7 @@ def check_instructions(value: object, name: str = "instructions") -> Instruction
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Committed:
     """Result of :func:`commit_directives`; ``message`` is ``None`` when nothing was new."""

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .frozen import fast_init
+
 __all__ = ["DEFAULT_MAX_RECORDS", "LIFECYCLE_TOPIC", "EventLog", "EventRecord", "Kind", "check_log"]
 
 LIFECYCLE_TOPIC = "transcript.reminder.lifecycle"
@@ -28,6 +30,7 @@ class Kind:
     PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EventRecord:
     """One record of an :class:`EventLog`: ``seq`` (1, 2, …), ``topic``, ``kind``, ``payload``."""

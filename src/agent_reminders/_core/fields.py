@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from .errors import Diagnostic, ReminderError
+from .frozen import fast_init
 from .ids import new_id
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "Selector",
     "Source",
     "check_declaration",
+    "check_field",
     "check_record",
     "check_unknown",
     "coerce_enum",
@@ -468,6 +470,12 @@ def _compile_check_record() -> Callable[[dict[str, Any]], None]:
 check_record = _compile_check_record()
 
 
+def check_field(name: str, value: object) -> Any:
+    """One field's rule: ``value`` in its stored form, or ``ReminderError`` naming ``name``."""
+    f = _BY_NAME[name]
+    return f.rule(value, name, f.code or "RMD-001")
+
+
 def record_dict(values: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON payload of stored field values (exactly the fields, in table order, as a
     ``Reminder`` holds them): enum values as strings, tags as a list, and the ``omit_none``
@@ -517,6 +525,7 @@ def check_unknown(
 # -- strict producer options (spec 01 §3) ------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ParsedOptions:
     """Validated reminder options; ``None`` means "not given, use the default"."""
@@ -569,12 +578,15 @@ def parse_reminder_options(options: object) -> ParsedOptions:
 
 
 def option_defaults() -> dict[str, Any]:
-    """Every strict option with its default, in JSON form (the body left out)."""
-    return {
-        f.name: f.default if f.wire is None else f.wire(f.default)
-        for f in FIELDS
-        if f.option and not f.required
-    }
+    """Every strict option with its default, in JSON form (the body left out); a new dict."""
+    return dict(_OPTION_DEFAULTS)
+
+
+_OPTION_DEFAULTS: dict[str, Any] = {
+    f.name: f.default if f.wire is None else f.wire(f.default)
+    for f in FIELDS
+    if f.option and not f.required
+}
 
 
 # -- bridge payloads with a caller's grant (spec 04 §3) ----------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 __all__ = ["IdFactory", "UUID7Factory", "new_id"]
@@ -34,20 +33,24 @@ class UUID7Factory:
         self._counter = 0
 
     def __call__(self) -> str:
+        # 80 random bits in one read: 16 seed a new millisecond's counter, 62 fill rand_b
+        entropy = int.from_bytes(os.urandom(10), "big")
         with self._lock:
             now = self._clock() // 1_000_000
             if now > self._last_ms:
                 self._last_ms = now
-                self._counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
+                self._counter = (entropy >> 64) & 0x7FF
             else:
                 self._counter += 1
                 if self._counter > 0xFFF:
                     self._last_ms += 1
                     self._counter = 0
             ms, counter = self._last_ms, self._counter
-        rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+        rand = entropy & ((1 << 62) - 1)
         value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand
-        return str(uuid.UUID(int=value))
+        # the canonical 8-4-4-4-12 form, as str(uuid.UUID(int=value)) writes it
+        h = f"{value:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _default = UUID7Factory()

@@ -15,11 +15,13 @@ from .fields import (
     INHERITED_EVENT_FIELDS,
     INJECTED_EVENT_FIELDS,
     ParsedOptions,
+    check_field,
     coerce_enum,
     event_fields,
     parse_reminder_options,
     parse_selector,
 )
+from .frozen import fast_init
 from .ids import IdFactory, new_id
 from .messages import validate_message
 from .records import (
@@ -29,6 +31,7 @@ from .records import (
     Source,
     check_turn,
     evolve_unchecked,
+    reminder_unchecked,
 )
 from .transcript import Transcript, check_transcript
 
@@ -51,6 +54,7 @@ __all__ = [
 Compactor = Callable[[tuple[Message, ...], tuple[Reminder, ...]], "str | Sequence[Message]"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Injected:
     """Result of :func:`inject_reminder`."""
@@ -60,6 +64,7 @@ class Injected:
     deduped_count: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Cleared:
     """Result of :func:`clear_reminders`."""
@@ -68,6 +73,7 @@ class Cleared:
     removed_count: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PostTurn:
     """Result of :func:`post_turn`."""
@@ -207,10 +213,13 @@ def reminder_from_options(
 ) -> Reminder:
     """Build the reminder that validated options describe, with the spec defaults filled in
     (``body`` replaces the options' body, e.g. for a short repeat)."""
-    fields = parsed.given()  # options not given take the record's defaults
+    values = parsed.given()  # valid by construction; options not given take the defaults
     if body is not None:
-        fields["body"] = body
-    return Reminder(**fields, id=id or new_id(), source=source, fired_at_turn=fired_at_turn)
+        values["body"] = check_field("body", body)
+    values["id"] = check_field("id", id) if id else new_id()
+    values["source"] = check_field("source", source)
+    values["fired_at_turn"] = check_field("fired_at_turn", fired_at_turn)
+    return reminder_unchecked(values)
 
 
 def clear_reminders(

@@ -7,7 +7,7 @@ re-exported here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -42,6 +42,7 @@ __all__ = [
     "ToolCallDict",
     "check_turn",
     "evolve_unchecked",
+    "reminder_unchecked",
 ]
 
 
@@ -143,6 +144,9 @@ class Reminder:
 
 
 _RECORD_KEYS = frozenset(REMINDER_FIELDS)
+_TEMPLATE: dict[str, Any] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(Reminder)
+}
 # The declaration above is what type checkers see; the field table must say the same.
 check_declaration((f.name, f.default) for f in fields(Reminder))
 
@@ -154,6 +158,19 @@ def check_turn(value: object, name: str = "turn") -> int:
     if value < 0:
         raise ReminderError("RMD-001", f"{name} must be >= 0; got {value}")
     return value
+
+
+def reminder_unchecked(values: Mapping[str, Any]) -> Reminder:
+    """A ``Reminder`` from field values that already passed the field table's rules (``id``
+    and ``body`` among them; the rest take their defaults), skipping validation.
+
+    For the core's own producers on hot paths (a provider's validated options); anything else
+    builds a ``Reminder`` (validated).
+    """
+    new = object.__new__(Reminder)
+    new.__dict__.update(_TEMPLATE)  # every field, in declaration order
+    new.__dict__.update(values)
+    return new
 
 
 def evolve_unchecked(reminder: Reminder, **changes: Any) -> Reminder:

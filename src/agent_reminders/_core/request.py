@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from .frozen import fast_init
 from .records import Message
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage reported for one model call."""
@@ -72,6 +74,7 @@ class Tool:
         return value
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One request to a model: the byte-stable system prompt, the messages (without internal
@@ -88,6 +91,7 @@ class ModelRequest:
     turn: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """A model's answer: an assistant ``message`` and optional ``usage``."""
@@ -103,6 +107,7 @@ class Model(Protocol):
     def __call__(self, request: ModelRequest) -> Awaitable[ModelResponse]: ...
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call as hooks see it."""
@@ -112,6 +117,7 @@ class ToolCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The result of a tool call; ``truncated``/``original_size`` are set when output was cut."""
@@ -131,6 +137,7 @@ class ToolResult:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolReceipt:
     """What happened around one tool call: ``reminders`` lists the hook-made reminders

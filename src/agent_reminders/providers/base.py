@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._core.fields import OPTION_KEYS, check_unknown, option_defaults
+from .._core.frozen import fast_init
 
 if TYPE_CHECKING:
     from ..config import ReminderOptions, Workspace
@@ -36,6 +37,8 @@ EVENTS: tuple[str, ...] = (
     "worker_resumed",
 )
 
+_DEFAULTS = option_defaults()  # canonical_reminder copies them into each result
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 # What evaluate() may return: None, a reminder mapping, {"reminder": {...}}, or a list of those.
@@ -55,10 +58,11 @@ def canonical_reminder(
     Raises:
         ReminderError: ``RMD-001`` for a key that is not a reminder option.
     """
-    check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
+    if options:
+        check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
     return {
         "body": body,
-        **option_defaults(),
+        **_DEFAULTS,
         "tags": [provider_id],
         "dedupe_key": provider_id,
         **options,
@@ -100,6 +104,7 @@ def normalize_event(name: object) -> str:
     return snake
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProviderContext:
     """What a provider's ``evaluate(ctx)`` receives.
@@ -208,6 +213,7 @@ def config_problems(spec: ProviderSpec, config: Mapping[str, Any] | None) -> lis
     return problems
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FireResult:
     """What one ``session.fire`` did.

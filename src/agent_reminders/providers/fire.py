@@ -18,6 +18,7 @@ from typing import Any
 from .._core.errors import ProviderSkippedError
 from .._core.events import EventLog, Kind
 from .._core.fields import ParsedOptions
+from .._core.frozen import fast_init
 from .._core.lifecycle import Injected
 from .._core.records import Authority, Propagate, Reminder, RoleHint
 from .._core.transcript import Transcript
@@ -81,6 +82,7 @@ class ProviderState:
     __hash__ = None  # type: ignore[assignment]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Plan:
     options: ParsedOptions

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, command_of
@@ -24,6 +24,9 @@ DEFAULT_MAX_FINDINGS = 6
 _MIN_FINDINGS, _MAX_FINDINGS = 1, 20
 _SUMMARY_CHARS = 200
 _COMMAND_CHARS = 80
+
+
+_Where = Callable[[], str]  # the provenance of a record's findings, built on first use
 
 
 class _Finding(NamedTuple):
@@ -328,22 +331,28 @@ def _error_summary(content: str) -> str:
     return _oneline(errorish[-1] if errorish else lines[0])
 
 
-def _command_of(record: Mapping[str, Any]) -> str | None:
-    # The payload's own command first (hosts send it), then the tool call's arguments.
-    for value in (record.get("command"), command_of(record.get("arguments"))):
-        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            value = " ".join(value)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
+def _command_text(value: object) -> str | None:
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        value = " ".join(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
     return None
 
 
+def _command_of(record: Mapping[str, Any]) -> str | None:
+    # The payload's own command first (hosts send it), then the tool call's arguments.
+    given = _command_text(record.get("command"))
+    return given if given is not None else _command_text(command_of(record.get("arguments")))
+
+
 def _signals(value: object) -> list[Mapping[str, Any]]:
+    if value is None:  # the usual case: the key is absent
+        return []
     items = [value] if isinstance(value, Mapping) else value
     return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list | tuple) else []
 
 
-def _verifier_findings(record: Mapping[str, Any], where: str) -> list[_Finding]:
+def _verifier_findings(record: Mapping[str, Any], where: _Where) -> list[_Finding]:
     out: list[_Finding] = []
     for key in ("verifier", "verifier_signals"):
         for signal in _signals(record.get(key)):
@@ -355,7 +364,7 @@ def _verifier_findings(record: Mapping[str, Any], where: str) -> list[_Finding]:
             name = _text(signal.get("name")) or "verifier"
             detail = _text(signal.get("summary"))
             text = f"{name} {status or 'failed'}" + (f": {detail}" if detail else "")
-            out.append(_Finding("verifier", _oneline(text), where))
+            out.append(_Finding("verifier", _oneline(text), where()))
     return out
 
 
@@ -369,7 +378,9 @@ def _severity(value: object) -> str | None:
     return _W if level in ("warning", "warn") else None
 
 
-def _diagnostic_findings(record: Mapping[str, Any], where: str, warnings: bool) -> list[_Finding]:
+def _diagnostic_findings(
+    record: Mapping[str, Any], where: _Where, warnings: bool
+) -> list[_Finding]:
     out: list[_Finding] = []
     for diag in _signals(record.get("diagnostics")):
         level, message = _severity(diag.get("severity")), _text(diag.get("message"))
@@ -382,7 +393,7 @@ def _diagnostic_findings(record: Mapping[str, Any], where: str, warnings: bool) 
         source = _text(diag.get("source"))
         text = (f"{place}: " if place else "") + f"{level}: {message}"
         out.append(
-            _Finding("diagnostic", _oneline(text + (f" [{source}]" if source else "")), where)
+            _Finding("diagnostic", _oneline(text + (f" [{source}]" if source else "")), where())
         )
     return out
 
@@ -394,21 +405,30 @@ def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> l
     verifier, viewer = _classify(tool, command)
     if viewer:  # file content is not run evidence, whatever it says
         return []
-    where = f"event {event}" + (f"; tool {tool}" if tool else "")
-    where += f"; command: {_oneline(command, _COMMAND_CHARS)}" if command else ""
+    made: list[str] = []
+
+    def where() -> str:  # the provenance, built only when there is a finding
+        if not made:
+            text = f"event {event}" + (f"; tool {tool}" if tool else "")
+            made.append(
+                text + (f"; command: {_oneline(command, _COMMAND_CHARS)}" if command else "")
+            )
+        return made[0]
+
     out: list[_Finding] = []
     result = record.get("result")
     if isinstance(result, Mapping):
         content = _content_text(result.get("content"))
         tools: tuple[str, ...] = (verifier,) if verifier else ()
-        origin = where
-        if verifier is None and command is None:
+        recognised = verifier is None and command is None
+        if recognised:
             tools = tuple(t for t, sig in _SIGNATURES.items() if sig.search(content))
-            origin = f"{where}; output recognised as {'/'.join(tools)}"
         lines = _failure_lines(content, tools, warnings) if tools else []
-        out += [_Finding("verification_output", line, origin) for line in lines]
-        if not lines and result.get("ok") is False:
-            out.append(_Finding("tool_error", _error_summary(content), where))
+        if lines:
+            origin = f"{where()}; output recognised as {'/'.join(tools)}" if recognised else where()
+            out += [_Finding("verification_output", line, origin) for line in lines]
+        elif result.get("ok") is False:
+            out.append(_Finding("tool_error", _error_summary(content), where()))
     out += _verifier_findings(record, where)
     out += _diagnostic_findings(record, where, warnings)
     return out

