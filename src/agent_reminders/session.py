@@ -362,7 +362,7 @@ class Session:
         return self._policy.fire(
             name,
             data,
-            providers=self.providers.enabled(options),
+            providers=self.providers.subscribed(options, name),
             context=context,
             transcript=lambda: self._transcript,
             inject=inject,
@@ -404,7 +404,7 @@ class Session:
         if payload is not None and not isinstance(payload, Mapping):
             payload = None  # fire() reports the bad payload
         context = None if payload is None else self._context(name, payload)
-        return is_blocking(self.providers.enabled(self.reminder_options), name, context)
+        return is_blocking(self.providers.subscribed(self.reminder_options, name), name, context)
 
     async def afire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
         """:meth:`fire` for async code: in a worker thread when a provider of ``event`` is

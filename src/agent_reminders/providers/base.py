@@ -39,6 +39,8 @@ EVENTS: tuple[str, ...] = (
 
 _DEFAULTS = option_defaults()  # canonical_reminder copies them into each result
 
+_EVENT_NAMES = frozenset(EVENTS)
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 # What evaluate() may return: None, a reminder mapping, {"reminder": {...}}, or a list of those.
@@ -96,6 +98,8 @@ def normalize_event(name: object) -> str:
         >>> normalize_event("PostToolUse")
         'post_tool_use'
     """
+    if type(name) is str and name in _EVENT_NAMES:  # the usual case: already the snake_case name
+        return name
     if not isinstance(name, str):
         raise ValueError(f"event must be a string naming one of {', '.join(EVENTS)}; got {name!r}")
     snake = name if "_" in name or name.islower() else _CAMEL.sub("_", name).lower()

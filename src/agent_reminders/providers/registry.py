@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._core.errors import ConfigError, Diagnostic, ReminderError
 from .._core.fields import OPTION_KEYS, ParsedOptions, check_unknown, parse_reminder_options
@@ -44,6 +44,15 @@ _CANONICAL_IDS = frozenset(p.id for p in CANONICAL_PROVIDERS)
 _WRAPPER_KEYS = frozenset({"reminder"})
 
 
+class _Enabled(NamedTuple):
+    """What one set of options enables, remembered with the registry version it saw."""
+
+    options: ReminderOptions
+    version: int
+    specs: tuple[ProviderSpec, ...]
+    by_event: dict[str, tuple[ProviderSpec, ...]]
+
+
 class ProviderRegistry:
     """User providers of one session, in registration order (canonical ones are built in).
 
@@ -57,7 +66,7 @@ class ProviderRegistry:
     def __init__(self) -> None:
         self._user: dict[str, ProviderSpec] = {}
         self._version = 0  # bumped whenever the user providers change
-        self._enabled: tuple[ReminderOptions, int, tuple[ProviderSpec, ...]] | None = None
+        self._enabled: _Enabled | None = None
 
     def register(
         self,
@@ -146,17 +155,34 @@ class ProviderRegistry:
         Raises:
             ConfigError: ``options`` name an id that is neither canonical nor registered.
         """
+        return list(self._enabled_for(options).specs)
+
+    def subscribed(self, options: ReminderOptions, event: str) -> tuple[ProviderSpec, ...]:
+        """The providers ``options`` enables that subscribe to ``event`` (snake_case), in
+        evaluation order.
+
+        Raises:
+            ConfigError: ``options`` name an id that is neither canonical nor registered.
+        """
+        enabled = self._enabled_for(options)
+        found = enabled.by_event.get(event)
+        if found is None:
+            found = tuple(p for p in enabled.specs if event in p.subscribes_to)
+            enabled.by_event[event] = found
+        return found
+
+    def _enabled_for(self, options: ReminderOptions) -> _Enabled:
         # Asked several times per loop iteration: remembered for the last (frozen) options
         # until the user providers change.
         cached = self._enabled
-        if cached is None or cached[0] is not options or cached[1] != self._version:
+        if cached is None or cached.options is not options or cached.version != self._version:
             if options.enabled:
                 self._check_named(options)
             ids = enabled_provider_ids(options, user_ids=self._user)
             specs = tuple(p for p in self.all_providers() if p.id in ids)
-            cached = (options, self._version, specs)
+            cached = _Enabled(options, self._version, specs, {})
             self._enabled = cached
-        return list(cached[2])
+        return cached
 
 
 def _unknown_named(options: ReminderOptions, user_ids: Iterable[str]) -> list[str]:
