@@ -3,16 +3,22 @@
 Both run the same 200-step tool session on a model that answers at once (its own time is
 excluded as far as possible: the model returns a prebuilt response): each step calls one tool,
 the last step answers in text. ``agent_loop`` runs with every canonical provider enabled (a
-fact store with facts, a workspace anchor, a context window for token pressure). We report the
-median per-iteration time over repeated runs, the first-50 vs last-50 ratio (flat in history
-means ~1.0), and pydantic-ai's per-step time with its ``FunctionModel`` on the same session.
+fact store with facts, a workspace anchor, a context window for token pressure). We report two
+per-iteration figures over repeated runs: the run's total time over its steps (it includes the
+session start: opening the fact store, the first recall) and the steady-state iteration (the
+median time between two model calls); the first-50 vs last-50 ratio (flat in history means
+~1.0); and pydantic-ai's per-step time with its ``FunctionModel`` on the same session.
 
 Run: make bench  (or: python bench/loop_overhead.py [--steps N] [--repeats R])
+``--json`` measures ``agent_loop`` alone and prints ``{"total_us", "iteration_us"}`` (the
+median and the minimum over the runs of each), for side-by-side runs of two trees
+(``bench/beside.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -142,48 +148,78 @@ def _memory_per_request(iterations: int) -> float:
     return freed / iterations
 
 
+def _fact_store(path: Path) -> None:
+    store = FactStore(path)
+    for i in range(50):
+        store.store_fact(
+            {
+                "kind": "decision",
+                "claim": f"Module {i} uses the build cache.",
+                "confidence": 0.9,
+                "evidence": [{"kind": "file", "ref": f"m{i}.py"}],
+            }
+        )
+    store.close()
+
+
+def _json(steps: int, repeats: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        facts = Path(tmp) / "facts.db"
+        _fact_store(facts)
+        totals: list[float] = []
+        iterations: list[float] = []
+        for _ in range(repeats):
+            per, gaps = anyio.run(_ours, steps, facts)
+            totals.append(per * 1e6)
+            iterations.append(statistics.median(gaps) * 1e6)
+    figures = {
+        "total_us": [statistics.median(totals), min(totals)],
+        "iteration_us": [statistics.median(iterations), min(iterations)],
+    }
+    print(json.dumps(figures))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="agent_loop alone, as JSON")
     args = parser.parse_args()
+    if args.json:
+        return _json(args.steps, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
         facts = Path(tmp) / "facts.db"
-        store = FactStore(facts)
-        for i in range(50):
-            store.store_fact(
-                {
-                    "kind": "decision",
-                    "claim": f"Module {i} uses the build cache.",
-                    "confidence": 0.9,
-                    "evidence": [{"kind": "file", "ref": f"m{i}.py"}],
-                }
-            )
-        store.close()
+        _fact_store(facts)
         ours: list[float] = []
+        steady: list[float] = []
         flat: list[float] = []
         theirs: list[float] = []
         for _ in range(args.repeats):
             per, gaps = anyio.run(_ours, args.steps, facts)
             ours.append(per)
+            steady.append(statistics.median(gaps))
             flat.append(statistics.median(gaps[-50:]) / statistics.median(gaps[:50]))
             other = _pydantic_ai(args.steps)
             if other is not None:
                 theirs.append(other)
     memory = _memory_per_request(800)
     ours_us = statistics.median(ours) * 1e6
+    steady_us = statistics.median(steady) * 1e6
     lines = [
         f"Machine: {machine()}. {args.steps}-step tool session, median of {args.repeats} runs, "
-        "both measured in the same run.",
+        "both measured in the same run. Total ÷ steps includes the session start (the fact "
+        "store opened, the first recall); the steady-state iteration is the median time "
+        "between two model calls.",
         "",
-        "| loop | per iteration µs | last-50 / first-50 |",
-        "|---|---:|---:|",
-        f"| `agent_loop`, all canonical providers | {ours_us:.1f} | "
+        "| loop | total ÷ steps µs | steady-state iteration µs | last-50 / first-50 |",
+        "|---|---:|---:|---:|",
+        f"| `agent_loop`, all canonical providers | {ours_us:.1f} | {steady_us:.1f} | "
         f"{statistics.median(flat):.2f} |",
     ]
     if theirs:
         theirs_us = statistics.median(theirs) * 1e6
-        lines.append(f"| pydantic-ai `Agent` + `FunctionModel` | {theirs_us:.1f} | — |")
+        lines.append(f"| pydantic-ai `Agent` + `FunctionModel` | {theirs_us:.1f} | — | — |")
         lines += [
             "",
             f"pydantic-ai per step ÷ `agent_loop` per iteration: **{theirs_us / ours_us:.1f}x**.",

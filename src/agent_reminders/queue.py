@@ -300,6 +300,8 @@ class InjectionQueue:
         modes = SEAMS.get(seam) if isinstance(seam, str) else None
         if modes is None:
             raise ValueError(f"unknown seam {seam!r}; expected one of {', '.join(SEAMS)}")
+        if not self._items:  # nothing queued: a push racing this drain waits for the next seam
+            return []
         with self._lock:
             taken = [i for i in self._items if i.mode in modes]
             if taken:

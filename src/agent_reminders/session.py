@@ -376,17 +376,24 @@ class Session:
     ) -> Callable[[ProviderSpec], ProviderContext]:
         """The context each provider is evaluated with for event ``name`` and ``data``."""
         options = self.reminder_options
+        unconfigured: list[ProviderContext] = []  # one context serves every such provider
 
         def context(spec: ProviderSpec) -> ProviderContext:
-            return ProviderContext(
+            config = options.config.get(spec.id)
+            if config is None and unconfigured:
+                return unconfigured[0]
+            made = ProviderContext(
                 event=name,
                 session_id=self.id,
                 payload=data,
                 options=options,
-                config=options.config.get(spec.id),
+                config=config,
                 turn=self.turn,
                 workspace=self.workspace,
             )
+            if config is None:
+                unconfigured.append(made)
+            return made
 
         return context
 

@@ -168,6 +168,8 @@ def neutralize_untrusted(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if "<" not in text:  # every tag starts with one: the text is returned as it is
+        return text
     return _LOOKALIKE_TAG.sub("&lt;", text)
 
 

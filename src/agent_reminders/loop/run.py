@@ -134,8 +134,11 @@ def blocked_result(reason: str) -> ToolResult:
 
 def neutralized(result: ToolResult) -> ToolResult:
     """``result`` with its content through ``neutralize_untrusted`` (tool output is untrusted)."""
+    content = neutralize_untrusted(result.content)
+    if content is result.content:  # nothing to defang
+        return result
     return ToolResult(
-        content=neutralize_untrusted(result.content),
+        content=content,
         ok=result.ok,
         truncated=result.truncated,
         original_size=result.original_size,
