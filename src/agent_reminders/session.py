@@ -350,7 +350,7 @@ class Session:
             Exception: whatever else a provider's ``evaluate`` raised (after it is evented).
         """
         name = normalize_event(event)
-        if payload is not None and not isinstance(payload, Mapping):
+        if payload is not None and type(payload) is not dict and not isinstance(payload, Mapping):
             raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
         data: Mapping[str, Any] = payload or {}
         options = self.reminder_options
@@ -408,7 +408,7 @@ class Session:
             name = normalize_event(event)
         except ValueError:  # hook-only events evaluate no provider
             return False
-        if payload is not None and not isinstance(payload, Mapping):
+        if payload is not None and type(payload) is not dict and not isinstance(payload, Mapping):
             payload = None  # fire() reports the bad payload
         context = None if payload is None else self._context(name, payload)
         return is_blocking(self.providers.subscribed(self.reminder_options, name), name, context)
@@ -469,6 +469,7 @@ class Session:
                 "delivered_ids": [i.id for i in items],
                 "dispatch_skipped": skipped,
             },
+            topic="loop",
         )
         return SeamResult(seam=seam, delivered=tuple(items), dispatch_skipped=skipped)
 

@@ -196,8 +196,8 @@ class EventLog:
             "session_id": session_id,
             "task_id": self.task_id,
             "agent_id": self.agent_id or session_id,
+            **payload,
         }
-        full.update(payload)
         self._append(kind, LIFECYCLE_TOPIC, full)
 
     def subscribe(self, callback: Subscriber, *, kind_prefix: str = "") -> Callable[[], None]:

@@ -84,15 +84,19 @@ async def fire_event(
     When a provider of the event is ``blocking``, the evaluation — with hooks, the whole
     synchronous dispatch — runs in a worker thread, so its I/O never stalls the event loop.
     """
-    if hooks is None:
-        await session.afire(name, payload)
-    elif session.fires_blocking(name, payload):
-        import anyio.to_thread
+    if not session.fires_blocking(name, payload):
+        if hooks is None:
+            session.fire(name, payload)
+        else:
+            hooks.dispatch(name, payload, session=session)
+        return
+    import anyio.to_thread
 
+    if hooks is None:
+        await anyio.to_thread.run_sync(functools.partial(session.fire, name, payload))
+    else:
         dispatch = functools.partial(hooks.dispatch, name, payload, session=session)
         await anyio.to_thread.run_sync(dispatch)
-    else:
-        hooks.dispatch(name, payload, session=session)
 
 
 def fire_event_sync(
@@ -201,9 +205,6 @@ class _Run:
         self.requests: list[ModelRequest] = []
         self.receipts: list[ToolReceipt] = []
 
-    async def event(self, name: str, payload: Mapping[str, Any]) -> None:
-        await fire_event(self.session, self.hooks, name, payload)
-
     def seam(self, name: str, iteration: int, *, pending_tools: bool = False) -> bool:
         if name != "loop_exit" and self.cancel is not None and self.cancel.is_set():
             raise _CancelledError
@@ -249,7 +250,9 @@ class _Run:
             receipts.extend(more)
         result = neutralized(result)
         self.tool_message(call, result.content)
-        await self.event("post_tool_use", tool_event_payload(call, result))
+        await fire_event(
+            self.session, self.hooks, "post_tool_use", tool_event_payload(call, result)
+        )
         self.receipts.append(
             ToolReceipt(tool_call_id=call.id, tool_name=call.name, ok=result.ok, reminders=receipts)
         )
@@ -265,7 +268,9 @@ class _Run:
             raise TypeError(f"the model returned {type(response).__name__}, not a ModelResponse")
         message = response.message
         session.append(message)
-        await self.event(
+        await fire_event(
+            self.session,
+            self.hooks,
             "on_budget_threshold",
             budget_payload(
                 response.usage,
@@ -289,7 +294,9 @@ class _Run:
             else:
                 await self.run_tool(call)
         self.seam("post_tool_dispatch", turn)
-        await self.event(
+        await fire_event(
+            self.session,
+            self.hooks,
             "post_step",
             {
                 "iteration": turn,
@@ -308,7 +315,12 @@ class _Run:
         session.post_turn(turn)
         if calls:
             return None
-        await self.event("post_agent_turn", {"iteration": turn, "final_message": message})
+        await fire_event(
+            self.session,
+            self.hooks,
+            "post_agent_turn",
+            {"iteration": turn, "final_message": message},
+        )
         return message
 
 
@@ -404,7 +416,9 @@ async def agent_loop(
         session.append({"role": "user", "content": task if isinstance(task, str) else list(task)})
     if not session.started:
         session.started = True
-        await run.event("session_start", {"task": task if isinstance(task, str) else None})
+        await fire_event(
+            session, hooks, "session_start", {"task": task if isinstance(task, str) else None}
+        )
     status: LoopStatus = "completed"
     final: Message | None = None
     iterations = 0

@@ -136,7 +136,8 @@ class FirePolicy:
             if event not in spec.subscribes_to:
                 continue
             try:
-                parsed = normalize_results(spec.evaluate(context(spec)), spec.id)
+                result = spec.evaluate(context(spec))
+                parsed = () if result is None else normalize_results(result, spec.id)
             except ProviderSkippedError as exc:
                 _evaluated(event_log, session_id, spec.id, event, 0, error=str(exc))
                 continue
@@ -144,6 +145,9 @@ class FirePolicy:
                 error = f"{type(exc).__name__}: {exc}"
                 _evaluated(event_log, session_id, spec.id, event, 0, error=error)
                 raise
+            if not parsed:  # the usual case: nothing to say this time
+                _evaluated(event_log, session_id, spec.id, event, 0)
+                continue
             planned: list[_Plan] = []
             current = transcript()
             for item in parsed:
