@@ -410,8 +410,11 @@ class Session:
             return False
         if payload is not None and type(payload) is not dict and not isinstance(payload, Mapping):
             payload = None  # fire() reports the bad payload
+        blocking = self.providers.subscribed_blocking(self.reminder_options, name)
+        if not blocking:
+            return False
         context = None if payload is None else self._context(name, payload)
-        return is_blocking(self.providers.subscribed(self.reminder_options, name), name, context)
+        return is_blocking(blocking, name, context)
 
     async def afire(self, event: str, payload: Mapping[str, Any] | None = None) -> FireResult:
         """:meth:`fire` for async code: in a worker thread when a provider of ``event`` is

@@ -51,6 +51,7 @@ class _Enabled(NamedTuple):
     version: int
     specs: tuple[ProviderSpec, ...]
     by_event: dict[str, tuple[ProviderSpec, ...]]
+    blocking_by_event: dict[str, tuple[ProviderSpec, ...]]
 
 
 class ProviderRegistry:
@@ -169,7 +170,15 @@ class ProviderRegistry:
         if found is None:
             found = tuple(p for p in enabled.specs if event in p.subscribes_to)
             enabled.by_event[event] = found
+            enabled.blocking_by_event[event] = tuple(p for p in found if p.blocking)
         return found
+
+    def subscribed_blocking(self, options: ReminderOptions, event: str) -> tuple[ProviderSpec, ...]:
+        """Those of :meth:`subscribed` marked ``blocking`` (usually none)."""
+        enabled = self._enabled_for(options)
+        if event not in enabled.blocking_by_event:
+            self.subscribed(options, event)  # fills both for this event
+        return enabled.blocking_by_event[event]
 
     def _enabled_for(self, options: ReminderOptions) -> _Enabled:
         # Asked several times per loop iteration: remembered for the last (frozen) options
@@ -180,7 +189,7 @@ class ProviderRegistry:
                 self._check_named(options)
             ids = enabled_provider_ids(options, user_ids=self._user)
             specs = tuple(p for p in self.all_providers() if p.id in ids)
-            cached = _Enabled(options, self._version, specs, {})
+            cached = _Enabled(options, self._version, specs, {}, {})
             self._enabled = cached
         return cached
 
