@@ -24,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _results import machine, write_section
+from _results import RESULTS, machine, write_section
 
 BENCH = Path(__file__).resolve().parent
 HERE = BENCH.parent
@@ -87,6 +87,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results")
     args = parser.parse_args()
     before = args.before.resolve()
     if not (before / "src" / "agent_reminders").is_dir():
@@ -116,7 +117,7 @@ def main() -> int:
         )
     body = "\n".join(lines)
     print(body)
-    write_section("Beside the tree before the core restructuring", body)
+    write_section("Beside the tree before the core restructuring", body, args.output)
     return 0
 
 

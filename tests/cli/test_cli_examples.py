@@ -58,6 +58,8 @@ def test_turn_cost_benchmark_runs(tmp_path: Path) -> None:
             str(ROOT / "bench" / "turn_cost.py"),
             "--turns",
             "30",
+            "--rounds",
+            "1",
             "--output",
             str(out),
         ],
@@ -70,6 +72,29 @@ def test_turn_cost_benchmark_runs(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert "| 10,000 | 20 |" in text
     assert "Growth ratio t(10k)/t(100)" in text
+
+
+def test_side_by_side_benchmark_runs(tmp_path: Path) -> None:
+    """bench/beside.py with this tree on both sides: every row, a ratio and a verdict each."""
+    out = tmp_path / "results.md"
+    command = [sys.executable, str(ROOT / "bench" / "beside.py")]
+    small = ["--rounds", "1", "--turns", "30", "--repeats", "1", "--output", str(out)]
+    done = subprocess.run(
+        [*command, str(ROOT), *small], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    assert "## Beside the tree before the core restructuring" in text
+    rows = [
+        line for line in text.splitlines() if line.startswith("| `") or line.startswith("| same")
+    ]
+    assert len(rows) == 6
+    assert all(row.rstrip(" |").endswith(("met", "here)")) for row in rows)
+    refused = subprocess.run(
+        [*command, str(tmp_path), *small], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert refused.returncode == 2
+    assert "is not a checkout of agent-reminders" in refused.stderr
 
 
 def test_bridge_benchmark_runs(tmp_path: Path) -> None:
