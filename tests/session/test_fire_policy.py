@@ -247,3 +247,48 @@ async def test_agent_loop_evaluates_blocking_providers_off_the_event_loop(
     if hooks is not None:
         assert len(hook_threads) == 2
         assert here not in hook_threads  # the whole dispatch ran in the worker thread
+
+
+def test_subscribed_providers_follow_registry_changes() -> None:
+    """The per-event lists are remembered with the enabled set, and a registration or an
+    unregistration is seen at once."""
+    s = Session(reminders={"providers": ["-project_facts", "-grounded_review"]})
+    options = s.reminder_options
+    before = [p.id for p in s.providers.subscribed(options, "post_step")]
+    assert before == []
+    assert not s.fires_blocking("post_step")
+    s.providers.register("io", subscribes_to="post_step", evaluate=lambda c: None, blocking=True)
+    assert [p.id for p in s.providers.subscribed(options, "post_step")] == ["io"]
+    assert [p.id for p in s.providers.subscribed_blocking(options, "post_step")] == ["io"]
+    assert s.fires_blocking("post_step")
+    assert s.fires_blocking("post_step", ["not", "a", "mapping"])  # judged without a payload
+    enabled = [p.id for p in s.providers.enabled(options)]
+    assert enabled[-1] == "io"
+    assert "grounded_review" not in enabled
+    assert s.providers.unregister("io")
+    assert s.providers.subscribed(options, "post_step") == ()
+    assert not s.fires_blocking("post_step")
+
+
+def test_the_policy_skips_providers_of_other_events() -> None:
+    """FirePolicy may be handed every provider; only those subscribed to the event run."""
+    s = Session(reminders=False)
+    ran: list[str] = []
+    policy = FirePolicy()
+    result = policy.fire(
+        "post_step",
+        {},
+        providers=CANONICAL_PROVIDERS,
+        context=lambda spec: ProviderContext(
+            event="post_step", session_id=s.id, payload={}, options=s.reminder_options, config=None
+        ),
+        transcript=lambda: s.transcript,
+        inject=lambda parsed, body: ran.append(body),  # type: ignore[arg-type,func-returns-value]
+        budget=4096,
+        event_log=s.event_log,
+        session_id=s.id,
+    )
+    assert result.fired_count == 0
+    evaluated = [r.payload["provider_id"] for r in s.event_log.records]
+    assert evaluated == ["grounded_review"]  # the only canonical post_step provider
+    assert ran == []
