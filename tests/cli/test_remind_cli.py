@@ -1,8 +1,10 @@
-"""``agent-reminders remind``, ``pending`` and ``revoke`` as real subprocesses (spec 07, 04 §3),
-straight into a SQLite store and through a running ``serve --ws``."""
+"""``agent-reminders remind``, ``pending`` and ``revoke`` (spec 07, 04 §3), straight into a
+SQLite store and through a running ``serve --ws``: in this process through the CLI app (so
+coverage sees them), and as real subprocesses beside a running ``serve``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -14,10 +16,12 @@ from typing import Any
 
 import anyio
 import pytest
+from typer.testing import CliRunner
 
 import agent_reminders
 from agent_reminders import EventRecord, Session
 from agent_reminders.bridge import BridgeClient
+from agent_reminders.cli import app
 from agent_reminders.storage import SQLiteStore
 
 SRC = str(Path(agent_reminders.__file__).resolve().parents[1])
@@ -49,6 +53,18 @@ class Run:
 
 
 def cli(*args: str, cwd: Path, **env: str) -> Run:
+    """The command in this process (so coverage sees it), in ``cwd``, with ``env`` added and
+    no token from the outer environment."""
+    extra: dict[str, str | None] = {"AGENT_REMINDERS_TOKEN": None, **env}
+    with contextlib.chdir(cwd):
+        done = CliRunner().invoke(app, list(args), env=extra)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    return Run(done.exit_code, done.stdout, done.stderr)
+
+
+def cli_process(*args: str, cwd: Path, **env: str) -> Run:
+    """The command as a real subprocess (for callers already inside an event loop)."""
     done = subprocess.run(
         [sys.executable, "-c", MAIN, *args],
         cwd=cwd,
@@ -290,7 +306,7 @@ async def test_a_store_remind_is_seen_by_serve_and_reaches_the_model(tmp_path: P
     (request,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert request["session_id"] == sid
     assert "The API is frozen" in json.dumps(request["messages"])
-    run = cli("revoke", rid, cwd=tmp_path)
+    run = cli_process("revoke", rid, cwd=tmp_path)
     assert run.line == f"error: RMD-102: reminder {rid!r} was already delivered"
 
 
