@@ -586,8 +586,8 @@ def parse_reminder_options(options: object) -> ParsedOptions:
 
 
 def option_defaults() -> dict[str, Any]:
-    """Every strict option with its default, in JSON form (the body left out); a new dict."""
-    return dict(_OPTION_DEFAULTS)
+    """Every strict option with its default, in JSON form (the body left out); new lists."""
+    return {k: list(v) if type(v) is list else v for k, v in _OPTION_DEFAULTS.items()}
 
 
 _OPTION_DEFAULTS: dict[str, Any] = {
