@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-import agent_reminders
 from agent_reminders import EventRecord, FireResult, ModelRequest, ToolResult
 
 PUBLIC = ("agent_reminders", "agent_reminders.providers", "agent_reminders.session")
@@ -79,7 +78,3 @@ def test_wrong_arguments_fail_as_before() -> None:
         EventRecord(1, "t", "k")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
         ToolResult("x", nope=1)  # type: ignore[call-arg]
-
-
-def test_the_package_still_exports_them() -> None:
-    assert agent_reminders.EventRecord is EventRecord

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 from .._core.errors import ConfigError, QueueError
 from .._core.events import EventRecord
@@ -20,6 +20,7 @@ from ..queue import QueueItem
 from ..state import SessionState
 
 __all__ = [
+    "ClosingStore",
     "RevokeStatus",
     "SessionExistsError",
     "SessionInfo",
@@ -29,6 +30,20 @@ __all__ = [
 ]
 
 RevokeStatus = Literal["revoked", "already_revoked"]
+
+
+class ClosingStore:
+    """What every store does with ``async with``: hand itself out, close on the way out."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release what the store holds (each store says what)."""
+        raise NotImplementedError
 
 
 class UnknownSessionError(QueueError, LookupError):

@@ -19,7 +19,7 @@ from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
 from ._wake import Waiters
-from .base import RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -60,7 +60,7 @@ class MemoryData:
         self.leases: dict[str, tuple[str, float]] = {}
 
 
-class MemoryStore:
+class MemoryStore(ClosingStore):
     """The ``Store`` protocol in memory (nothing survives the process).
 
     Args:
@@ -98,12 +98,6 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self.data.sessions)}, closed={self.closed})"
-
-    async def __aenter__(self) -> MemoryStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close this handle (idempotent); the data stays for other handles."""

@@ -47,7 +47,7 @@ from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
 from ._wake import check_timeout
-from .base import RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
 
 Arg = str | int | float  # what a script takes as ARGV
 
@@ -283,7 +283,7 @@ def _pending_row(item_id: str, text: str) -> codec.QueueRow:
     )
 
 
-class RedisStore:
+class RedisStore(ClosingStore):
     """The ``Store`` protocol on Redis, shared by every worker that opens the same server.
 
     The client connects on first use (``open_store("redis://…")`` also checks that the server
@@ -382,12 +382,6 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, prefix={self.prefix!r}, closed={self.closed})"
-
-    async def __aenter__(self) -> RedisStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     @property
     def closed(self) -> bool:
@@ -599,13 +593,19 @@ class RedisStore:
             )
             rows = codec.message_rows(messages, int(count))
             args = [stored, codec.chain(stored, rows), self.clock(), *rows]
-            result = await self._script("append", sid, args)
-            if result == "unknown":
-                raise UnknownSessionError(sid)
-            if result == "ok":
-                await self._touch(sid)
+            if await self._applied(sid, await self._script("append", sid, args)):
                 return
         raise self._gave_up(sid)
+
+    async def _applied(self, sid: str, result: object) -> bool:
+        """The outcome of an optimistic write script: ``True`` when it applied (the activity
+        is touched), ``False`` when the session changed meanwhile and the caller retries."""
+        if result == "unknown":
+            raise UnknownSessionError(sid)
+        if result != "ok":
+            return False
+        await self._touch(sid)
+        return True
 
     async def save_reminders(self, session_id: str, reminders: Sequence[Reminder]) -> None:
         """Replace the pending reminders (see ``Store``)."""
@@ -613,11 +613,7 @@ class RedisStore:
         for _ in range(_ATTEMPTS):
             (head,) = await self._read(sid, ("HGET", "session", "head"))
             new = codec.head_with_reminders(head, reminders)
-            result = await self._script("head", sid, [head, new, self.clock()])
-            if result == "unknown":
-                raise UnknownSessionError(sid)
-            if result == "ok":
-                await self._touch(sid)
+            if await self._applied(sid, await self._script("head", sid, [head, new, self.clock()])):
                 return
         raise self._gave_up(sid)
 

@@ -34,7 +34,7 @@ from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
 from ._wake import Waiters
-from .base import RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
 
 __all__ = ["MIGRATIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "SQLiteStore", "Synchronous"]
 
@@ -152,7 +152,7 @@ def _queue_row(row: tuple[Any, ...]) -> codec.QueueRow:
     return codec.QueueRow(id=row[0], status=row[1], kind=row[2], mode=row[3], payload=row[4])
 
 
-class SQLiteStore:
+class SQLiteStore(ClosingStore):
     """The ``Store`` protocol on one SQLite file (WAL).
 
     The file is opened, recognised and migrated when the object is made (use
@@ -217,12 +217,6 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
-
-    async def __aenter__(self) -> SQLiteStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     @property
     def closed(self) -> bool:
