@@ -19,7 +19,7 @@ from agent_reminders.cli import app
 
 runner = CliRunner()
 
-KEYS = {
+KEYS = [  # the report's keys, in the spec's order
     "format",
     "encoding",
     "requests",
@@ -32,7 +32,7 @@ KEYS = {
     "cost_ratio",
     "directive_tokens",
     "directive_overhead",
-}
+]
 MODELS = {"exact", "openai", "anthropic", "vllm"}
 A, B, C = user("read the file " * 30), assistant("it says hi " * 30), user("now fix it")
 
@@ -64,21 +64,8 @@ def test_json_has_exactly_the_keys_of_the_spec(clean: Path) -> None:
     result = audit(str(clean), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == KEYS
-    assert list(data) == [  # and in the spec's order
-        "format",
-        "encoding",
-        "requests",
-        "prompt_tokens",
-        "final_prompt_tokens",
-        "prefix_breaks",
-        "reuse",
-        "uncached_tokens",
-        "uncached_over_final",
-        "cost_ratio",
-        "directive_tokens",
-        "directive_overhead",
-    ]
+    assert set(data) == set(KEYS)
+    assert list(data) == KEYS  # and in the spec's order
     assert set(data["reuse"]) == set(data["uncached_tokens"]) == MODELS
     assert set(data["cost_ratio"]) == {"openai", "anthropic"}
     assert data["format"] == "openai_chat"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,7 +213,11 @@ async def test_concurrent_requests_are_matched_by_id(server: Server) -> None:
         assert results == {"prompt": "end_turn", **{f"r{i}": f"r{i}" for i in range(8)}}
 
 
-async def test_a_closed_connection_fails_waiting_requests(server: Server) -> None:
+async def _interrupted_prompt(
+    server: Server, interrupt: Callable[[BridgeClient], Awaitable[None]]
+) -> tuple[BridgeClient, str, list[BaseException]]:
+    """A prompt on a fresh session, and ``interrupt(client)`` once it is under way; returns
+    the client, the session and what the prompt raised."""
     client = await BridgeClient.connect_ws(server.url, ADMIN)
     sid = await client.new_session()
     await client.remind("keep going", session_id=sid)
@@ -228,7 +232,15 @@ async def test_a_closed_connection_fails_waiting_requests(server: Server) -> Non
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_prompt)
         await _first(client, "_session/reminder_emitted")
-        server.stop.cancel()  # the server goes away mid-prompt
+        await interrupt(client)
+    return client, sid, failures
+
+
+async def test_a_closed_connection_fails_waiting_requests(server: Server) -> None:
+    async def server_goes_away(client: BridgeClient) -> None:
+        server.stop.cancel()  # mid-prompt
+
+    client, sid, failures = await _interrupted_prompt(server, server_goes_away)
     assert len(failures) == 1
     assert "session/prompt" in str(failures[0])
     assert failures[0].code == "RMD-110"  # type: ignore[attr-defined]
@@ -241,21 +253,10 @@ async def test_a_closed_connection_fails_waiting_requests(server: Server) -> Non
 
 
 async def test_closing_the_client_fails_a_request_another_task_waits_for(server: Server) -> None:
-    client = await BridgeClient.connect_ws(server.url, ADMIN)
-    sid = await client.new_session()
-    await client.remind("keep going", session_id=sid)
-    failures: list[BaseException] = []
-
-    async def run_prompt() -> None:
-        try:
-            await client.prompt(sid, "go")
-        except BridgeConnectionError as exc:
-            failures.append(exc)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run_prompt)
-        await _first(client, "_session/reminder_emitted")
+    async def close(client: BridgeClient) -> None:
         await client.aclose()
+
+    client, _, failures = await _interrupted_prompt(server, close)
     assert len(failures) == 1
     assert "closed" in str(failures[0])
     await client.aclose()  # twice is fine

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -13,7 +12,7 @@ import pytest
 from agent_reminders import InjectionQueue, Session
 from agent_reminders.bridge import Bridge, BridgeSettings
 from agent_reminders.bridge.auth import Scope
-from agent_reminders.bridge.ws import serve_ws
+from agent_reminders.bridge.ws import serving_ws
 from agent_reminders.storage import MemoryStore
 from agent_reminders.testing import ScriptedModel
 
@@ -38,18 +37,8 @@ async def server() -> AsyncIterator[tuple[str, Bridge]]:
     bridge = Bridge(MemoryStore(), settings=settings)
     for sid in ("mine", "other"):
         await bridge.store.create_session(Session(sid).state())
-    ports: list[int] = []
-    async with anyio.create_task_group() as tg:
-        started = anyio.Event()
-
-        def ready(port: int) -> None:
-            ports.append(port)
-            started.set()
-
-        tg.start_soon(lambda: serve_ws(bridge, "127.0.0.1", 0, ready=ready))
-        await started.wait()
-        yield f"ws://127.0.0.1:{ports[0]}/", bridge
-        tg.cancel_scope.cancel()
+    async with serving_ws(bridge) as url:
+        yield url, bridge
 
 
 async def _call(ws: Any, method: str, params: Any, i: int = 1) -> Any:
@@ -124,37 +113,10 @@ async def test_scopes(server: tuple[str, Bridge]) -> None:
 async def test_an_idle_connection_is_closed() -> None:
     settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),), idle_timeout_seconds=0.3)
     bridge = Bridge(MemoryStore(), settings=settings)
-    ports: list[int] = []
-    started = anyio.Event()
-
-    def ready(port: int) -> None:
-        ports.append(port)
-        started.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_ws(bridge, "127.0.0.1", 0, ready=ready))
-        await started.wait()
-        async with connect(f"ws://127.0.0.1:{ports[0]}/", additional_headers=_auth(ADMIN)) as ws:
-            assert "result" in await _call(ws, "initialize", {})
-            with anyio.fail_after(5):
-                await ws.wait_closed()
-        tg.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def _serving(bridge: Bridge) -> AsyncIterator[str]:
-    ports: list[int] = []
-    started = anyio.Event()
-
-    def ready(port: int) -> None:
-        ports.append(port)
-        started.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_ws(bridge, "127.0.0.1", 0, ready=ready))
-        await started.wait()
-        yield f"ws://127.0.0.1:{ports[0]}/"
-        tg.cancel_scope.cancel()
+    async with serving_ws(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+        assert "result" in await _call(ws, "initialize", {})
+        with anyio.fail_after(5):
+            await ws.wait_closed()
 
 
 def _frame(i: int | None, method: str, params: Any) -> dict[str, Any]:
@@ -180,7 +142,7 @@ async def test_a_running_prompt_leaves_its_connection_reading(batched: bool) -> 
     sent meanwhile is answered at once and reaches the prompt, a cancel ends it."""
     settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),))
     bridge = Bridge(MemoryStore(), model=ScriptedModel([SLOW_TOOL], loop=True), settings=settings)
-    async with _serving(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+    async with serving_ws(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
         sid = (await _call(ws, "session/new", {"cwd": "/"}))["result"]["sessionId"]
         params = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
         prompt = _frame(1, "session/prompt", params)
@@ -226,7 +188,7 @@ async def test_a_reply_too_big_to_write_at_once_keeps_its_place() -> None:
         _frame(3, "session/pending_injections", {"sessionId": "big"}),
         _frame(4, "session/remind", {"sessionId": "big", "body": "smaller"}),
     ]
-    async with _serving(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+    async with serving_ws(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
         for frame in frames:  # all sent before any reply is read
             await ws.send(json.dumps(frame))
         with anyio.fail_after(30):
@@ -242,7 +204,7 @@ async def test_a_reply_too_big_to_write_at_once_keeps_its_place() -> None:
 async def test_frames_keep_a_connection_from_going_idle() -> None:
     settings = BridgeSettings(tokens=(Scope(token=ADMIN, admin=True),), idle_timeout_seconds=0.4)
     bridge = Bridge(MemoryStore(), settings=settings)
-    async with _serving(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
+    async with serving_ws(bridge) as url, connect(url, additional_headers=_auth(ADMIN)) as ws:
         for i in range(12):  # 1.2 s of traffic, three times the idle timeout
             assert "result" in await _call(ws, "initialize", {}, i=i)
             await anyio.sleep(0.1)

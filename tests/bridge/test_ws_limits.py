@@ -19,7 +19,7 @@ import pytest
 from agent_reminders import Session
 from agent_reminders.bridge import Bridge, BridgeSettings
 from agent_reminders.bridge.auth import Scope
-from agent_reminders.bridge.ws import serve_ws
+from agent_reminders.bridge.ws import serving_ws
 from agent_reminders.queue import InjectionQueue
 from agent_reminders.storage import MemoryStore, SQLiteStore, Store
 
@@ -34,23 +34,6 @@ pytestmark = pytest.mark.anyio
 TOKEN = "limits-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 MiB = 1024 * 1024
-
-
-@asynccontextmanager
-async def running(bridge: Bridge) -> AsyncIterator[str]:
-    """``serve_ws`` on a free port for the duration of the block; yields its URL."""
-    ports: list[int] = []
-    started = anyio.Event()
-
-    def ready(port: int) -> None:
-        ports.append(port)
-        started.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_ws(bridge, "127.0.0.1", 0, ready=ready))
-        await started.wait()
-        yield f"ws://127.0.0.1:{ports[0]}/"
-        tg.cancel_scope.cancel()
 
 
 def _settings(**values: Any) -> BridgeSettings:
@@ -75,7 +58,7 @@ async def test_a_frame_over_max_frame_bytes_closes_the_socket_with_1009() -> Non
     limit = 64 * 1024
     bridge = Bridge(MemoryStore(), settings=_settings(max_frame_bytes=limit))
     await bridge.store.create_session(Session("s").state())
-    async with running(bridge) as url, connect(url, additional_headers=AUTH) as ws:
+    async with serving_ws(bridge) as url, connect(url, additional_headers=AUTH) as ws:
         # a frame of exactly the limit is a frame like any other
         frame = _request(1, "session/pending_injections", {"sessionId": "s"})
         await ws.send(frame + " " * (limit - len(frame)))
@@ -195,7 +178,7 @@ async def test_a_client_that_never_reads_overflows_its_send_queue_and_is_disconn
     bridge = Bridge(MemoryStore(), settings=settings)
     await _big_session(bridge.store)
     requests = 300  # ~800 KB each: ~240 MB of replies asked for
-    async with running(bridge) as url, watching("send queue is full") as overflow:
+    async with serving_ws(bridge) as url, watching("send queue is full") as overflow:
         tracemalloc.start()
         try:
             reader = await anyio.to_thread.run_sync(NeverReader, url)
@@ -227,7 +210,7 @@ async def test_a_stuck_reader_is_disconnected_after_the_send_timeout() -> None:
     )
     bridge = Bridge(MemoryStore(), settings=settings)
     await _big_session(bridge.store)
-    async with running(bridge) as url, watching("stopped reading") as stuck:
+    async with serving_ws(bridge) as url, watching("stopped reading") as stuck:
         reader = await anyio.to_thread.run_sync(NeverReader, url)
         big = {"sessionId": "big"}
         frames = [_request(i, "session/pending_injections", big) for i in range(40)]
@@ -266,7 +249,7 @@ async def test_fifty_clients_times_two_hundred_reminds_all_stored_exactly_once(
                     assert "result" in reply, reply
                     acked[sid].append(reply["result"]["reminderId"])
 
-        async with running(bridge) as url:
+        async with serving_ws(bridge) as url:
             with anyio.fail_after(240):
                 async with anyio.create_task_group() as tg:
                     for n in range(clients):

@@ -16,9 +16,11 @@ client that does not read within ``send_timeout_seconds``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import Any
 
@@ -29,7 +31,7 @@ from .auth import find_token
 from .dispatcher import Dispatcher, encode
 from .limits import TokenBucket
 
-__all__ = ["serve_ws"]
+__all__ = ["serve_ws", "serving_ws"]
 
 log = logging.getLogger("agent_reminders.bridge")
 POLICY_VIOLATION = 1008  # the close code for a client that does not read its replies
@@ -65,6 +67,39 @@ def _websockets() -> Any:
             'the WebSocket transport needs websockets: pip install "agent-reminders[bridge]"'
         ) from None
     return server
+
+
+@asynccontextmanager
+async def serving_ws(bridge: Bridge, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """:func:`serve_ws` for the duration of an ``async with`` block, which gets the server's
+    URL (``ws://host:port/``; with ``port=0``, the free port it picked). Leaving the block
+    stops the server; a server that cannot listen raises here.
+
+    Example:
+        >>> import anyio
+        >>> from agent_reminders.bridge import Bridge, BridgeClient, BridgeSettings
+        >>> from agent_reminders.bridge.auth import Scope
+        >>> from agent_reminders.storage import MemoryStore
+        >>> settings = BridgeSettings(tokens=(Scope(token="t" * 20, prompt=True),))
+        >>> async def main():
+        ...     async with serving_ws(Bridge(MemoryStore(), settings=settings)) as url:
+        ...         async with BridgeClient.connect_ws(url, "t" * 20) as client:
+        ...             return (await client.initialize())["protocolVersion"]
+        >>> anyio.run(main)
+        1
+    """
+    listening = anyio.Event()
+    ports: list[int] = []
+
+    def ready(bound: int) -> None:
+        ports.append(bound)
+        listening.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(serve_ws, bridge, host, port, ready=ready))
+        await listening.wait()
+        yield f"ws://{host}:{ports[0]}/"
+        tg.cancel_scope.cancel()
 
 
 async def serve_ws(
