@@ -214,11 +214,10 @@ async def test_concurrent_requests_are_matched_by_id(server: Server) -> None:
 
 
 async def _interrupted_prompt(
-    server: Server, interrupt: Callable[[BridgeClient], Awaitable[None]]
-) -> tuple[BridgeClient, str, list[BaseException]]:
-    """A prompt on a fresh session, and ``interrupt(client)`` once it is under way; returns
-    the client, the session and what the prompt raised."""
-    client = await BridgeClient.connect_ws(server.url, ADMIN)
+    client: BridgeClient, interrupt: Callable[[], Awaitable[None]]
+) -> tuple[str, list[BaseException]]:
+    """A prompt on a fresh session of ``client``, and ``interrupt()`` once it is under way;
+    returns the session and what the prompt raised."""
     sid = await client.new_session()
     await client.remind("keep going", session_id=sid)
     failures: list[BaseException] = []
@@ -231,16 +230,18 @@ async def _interrupted_prompt(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_prompt)
-        await _first(client, "_session/reminder_emitted")
-        await interrupt(client)
-    return client, sid, failures
+        await _first(client, "_session/reminder_emitted")  # the prompt is running
+        await interrupt()
+    return sid, failures
 
 
 async def test_a_closed_connection_fails_waiting_requests(server: Server) -> None:
-    async def server_goes_away(client: BridgeClient) -> None:
+    client = await BridgeClient.connect_ws(server.url, ADMIN)
+
+    async def server_goes_away() -> None:
         server.stop.cancel()  # mid-prompt
 
-    client, sid, failures = await _interrupted_prompt(server, server_goes_away)
+    sid, failures = await _interrupted_prompt(client, server_goes_away)
     assert len(failures) == 1
     assert "session/prompt" in str(failures[0])
     assert failures[0].code == "RMD-110"  # type: ignore[attr-defined]
@@ -253,10 +254,8 @@ async def test_a_closed_connection_fails_waiting_requests(server: Server) -> Non
 
 
 async def test_closing_the_client_fails_a_request_another_task_waits_for(server: Server) -> None:
-    async def close(client: BridgeClient) -> None:
-        await client.aclose()
-
-    client, _, failures = await _interrupted_prompt(server, close)
+    client = await BridgeClient.connect_ws(server.url, ADMIN)
+    _, failures = await _interrupted_prompt(client, client.aclose)
     assert len(failures) == 1
     assert "closed" in str(failures[0])
     await client.aclose()  # twice is fine
@@ -412,21 +411,12 @@ async def test_a_killed_serve_process_fails_the_waiting_prompt(tmp_path: Path) -
     argv = [sys.executable, "-c", MAIN, "serve", "--store", "memory:"]
     argv += ["--model", f"scripted:{script}"]
     client = await BridgeClient.connect_stdio(argv, env=_env(), cwd=tmp_path)
-    sid = await client.new_session()
-    await client.remind("stay", session_id=sid)
-    failures: list[BaseException] = []
 
-    async def run_prompt() -> None:
-        try:
-            await client.prompt(sid, "go")
-        except BridgeConnectionError as exc:
-            failures.append(exc)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run_prompt)
-        await _first(client, "_session/reminder_emitted")  # the prompt is running
+    async def kill() -> None:
         assert client.process is not None
         client.process.kill()
+
+    sid, failures = await _interrupted_prompt(client, kill)
     assert len(failures) == 1
     assert "closed its output" in str(failures[0])
     with pytest.raises(BridgeConnectionError):
