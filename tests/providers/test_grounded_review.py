@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_reminders import Authority, Propagate, RoleHint
 from agent_reminders.config import ReminderOptions
-from agent_reminders.providers import OPTION_KEYS, parse_reminder_options
+from agent_reminders.providers import OPTION_KEYS, grounded_review, parse_reminder_options
 from agent_reminders.providers.base import ProviderContext
 from agent_reminders.providers.grounded_review import PROVIDER, evaluate
 
@@ -758,3 +761,21 @@ def test_odd_config_values_do_not_enable_warnings() -> None:
     payload = tool_call(fixture("eslint_warnings_only.txt"), command="eslint .")
     for value in ("true", 1, "yes", None):
         assert run(payload, config={"include_warnings": value}) is None
+
+
+# Plain word characters, the whitespace shlex splits on, and every character it treats
+# specially — so generated lines take both paths of the splitter.
+_SHELL_ALPHABET = "ab-./=:+_~*$ \t\r\"'\\#();<>|&é\xa0"
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=_SHELL_ALPHABET, max_size=30))
+def test_shell_lines_split_as_shlex_splits_them(line: str) -> None:
+    """The splitter's whitespace fast path gives shlex's words for every line it takes."""
+    try:
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        expected = list(lexer)
+    except ValueError:  # unbalanced quotes: the rough split (not compared here)
+        return
+    assert grounded_review._shell_words(line) == expected

@@ -206,16 +206,33 @@ def _unwrap(words: list[str]) -> list[str]:
     return words
 
 
+# What shlex treats specially on one line (quotes, escape, comment, punctuation), and the
+# characters it splits words on: a line with none of the former splits on the latter alone.
+_SHELL_SPECIAL = re.compile(r"[\"'\\#();<>|&]")
+_SHELL_WORD = re.compile(r"[^ \t\r\n]+")
+
+
+def _shell_words(line: str) -> list[str]:
+    """The words of one shell line, as ``shlex`` (POSIX, punctuation split off) gives them.
+
+    A line without quotes, escapes, comments or punctuation — most commands an agent runs —
+    is split on whitespace directly: the same words, without shlex's per-character loop.
+    """
+    if _SHELL_SPECIAL.search(line) is None:
+        return _SHELL_WORD.findall(line)
+    try:
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True  # keep "+nightly", "test:unit", "a::b" whole
+        return list(lexer)
+    except ValueError:  # unbalanced quotes: a rough split is still good enough here
+        return re.sub(r"(&&|\|\||[;|&()])", r" \1 ", line).split()
+
+
 def _simple_commands(command: str, depth: int = 0) -> list[list[str]]:
     """Split a shell command line into its simple commands, each unwrapped to its program."""
     out: list[list[str]] = []
     for line in command.splitlines():
-        try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-            lexer.whitespace_split = True  # keep "+nightly", "test:unit", "a::b" whole
-            tokens = list(lexer)
-        except ValueError:  # unbalanced quotes: a rough split is still good enough here
-            tokens = re.sub(r"(&&|\|\||[;|&()])", r" \1 ", line).split()
+        tokens = _shell_words(line)
         current: list[str] = []
         for token in [*tokens, ";"]:
             if token not in _SEPARATORS:
