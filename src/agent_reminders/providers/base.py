@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._core.fields import OPTION_KEYS, check_unknown, option_defaults
@@ -23,6 +24,7 @@ __all__ = [
     "canonical_reminder",
     "command_of",
     "config_problems",
+    "mapping_or_empty",
     "normalize_event",
 ]
 
@@ -72,12 +74,31 @@ def canonical_reminder(
     }
 
 
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def mapping_or_empty(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty read-only one.
+
+    How providers read a payload, a config or a nested record that may be anything: a plain
+    ``dict`` (the usual case, several times per event) is recognised without the slower ABC
+    check.
+
+    Example:
+        >>> mapping_or_empty({"a": 1}), dict(mapping_or_empty("not a mapping"))
+        ({'a': 1}, {})
+    """
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    return _EMPTY
+
+
 def command_of(arguments: object) -> str | None:
     """The ``command`` (or ``cmd``) tool argument as a string; a list is joined with spaces.
 
     Used for ``post_tool_use`` payloads and by providers reading tool calls.
     """
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
         return None
     for key in ("command", "cmd"):
         value = arguments.get(key)

@@ -16,7 +16,14 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, command_of
+from .base import (
+    ConfigSchema,
+    ProviderContext,
+    ProviderSpec,
+    canonical_reminder,
+    command_of,
+    mapping_or_empty,
+)
 
 __all__ = ["CONFIG", "DEFAULT_MAX_FINDINGS", "PROVIDER", "evaluate"]
 
@@ -415,8 +422,14 @@ def _diagnostic_findings(
     return out
 
 
+# The keys a record's findings are read from: without any of them it has none.
+_EVIDENCE_KEYS = frozenset({"result", "verifier", "verifier_signals", "diagnostics"})
+
+
 def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> list[_Finding]:
     """Findings from one tool-call-shaped mapping (or an event payload) in order."""
+    if _EVIDENCE_KEYS.isdisjoint(record):  # a bare tool call: nothing to examine
+        return []
     tool = _text(record.get("tool_name"))
     command = _command_of(record)
     verifier, viewer = _classify(tool, command)
@@ -434,7 +447,7 @@ def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> l
 
     out: list[_Finding] = []
     result = record.get("result")
-    if isinstance(result, Mapping):
+    if type(result) is dict or isinstance(result, Mapping):
         content = _content_text(result.get("content"))
         tools: tuple[str, ...] = (verifier,) if verifier else ()
         recognised = verifier is None and command is None
@@ -474,16 +487,16 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         failure evidence.
     """
     payload = ctx.payload
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         return None
-    config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
+    config = mapping_or_empty(ctx.config)
     warnings = config.get("include_warnings") is True
     event = ctx.event if isinstance(ctx.event, str) and ctx.event else "unknown"
 
     findings: list[_Finding] = []
     calls = payload.get("tool_calls")
     for call in calls if isinstance(calls, list | tuple) else ():
-        if isinstance(call, Mapping):
+        if type(call) is dict or isinstance(call, Mapping):
             findings += _record_findings(call, event, warnings)
     findings += _record_findings(payload, event, warnings)
 

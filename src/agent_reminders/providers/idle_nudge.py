@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 
 __all__ = ["CONFIG", "DEFAULT_IDLE_SECONDS", "PROVIDER", "evaluate"]
 
@@ -46,7 +46,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     Returns:
         One reminder mapping, or ``None`` when the pause is shorter or not reported.
     """
-    payload = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    payload = mapping_or_empty(ctx.payload)
     waited_ms = _number(payload.get("wake_interval_ms"))
     if waited_ms is None or waited_ms < _threshold_seconds(ctx.config) * 1000:
         return None

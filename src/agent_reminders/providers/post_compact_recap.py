@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 
 __all__ = ["CONFIG", "PROVIDER", "evaluate"]
 
@@ -23,7 +22,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     Returns:
         One durable reminder mapping, or ``None`` when nothing was archived.
     """
-    payload = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    payload = mapping_or_empty(ctx.payload)
     archived = payload.get("archived_messages")
     # bool is an int subclass but not a count.
     if type(archived) is not int or archived <= 0:

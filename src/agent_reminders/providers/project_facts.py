@@ -9,7 +9,7 @@ from typing import Any
 
 from .._core.errors import FactError, ProviderSkippedError
 from ..facts import DEFAULT_NAMESPACE, Fact, FactStore, normalize_kind
-from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 from .token_pressure import context_window, live_tokens
 
 __all__ = ["CONFIG", "DEFAULT_PATH", "GENERIC_QUERY", "PROVIDER", "evaluate", "reads_store"]
@@ -92,11 +92,11 @@ def reads_store(ctx: ProviderContext) -> bool:
     ``session_start``; on ``on_budget_threshold`` only when live tokens / window reaches
     ``refresh_ratio``; never with ``max_facts=0``. Cheap and free of I/O, so the loop asks it
     before deciding to hop to a worker thread."""
-    config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
+    config: Mapping[str, Any] = mapping_or_empty(ctx.config)
     if _max_facts(config) == 0:
         return False
     if ctx.event == "on_budget_threshold":
-        payload: Mapping[str, Any] = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+        payload: Mapping[str, Any] = mapping_or_empty(ctx.payload)
         used, window = live_tokens(payload), context_window(payload, config)
         ratio = _number(config.get("refresh_ratio"), DEFAULT_REFRESH_RATIO)
         if used is None or window is None or used < ratio * window:
@@ -120,8 +120,8 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     """
     if not reads_store(ctx):
         return None
-    config: Mapping[str, Any] = ctx.config if isinstance(ctx.config, Mapping) else {}
-    payload: Mapping[str, Any] = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    config: Mapping[str, Any] = mapping_or_empty(ctx.config)
+    payload: Mapping[str, Any] = mapping_or_empty(ctx.payload)
     facts = _recall(config, payload, _max_facts(config))
     if not facts:
         return None

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 
 __all__ = ["CONFIG", "INITIATORS", "PROVIDER", "evaluate"]
 
@@ -65,7 +65,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     Returns:
         One reminder mapping.
     """
-    payload = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    payload = mapping_or_empty(ctx.payload)
     reason = _text(payload.get("reason")) or "none given"
     lines = [
         f"This worker was suspended at {_turn(payload.get('suspended_at_turn'))} "

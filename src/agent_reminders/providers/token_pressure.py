@@ -35,7 +35,7 @@ def live_tokens(payload: object) -> int | None:
     Returns:
         The token count, or ``None``.
     """
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         return None
     for key in ("context_tokens", "prompt_tokens"):
         found = _count(payload.get(key))
@@ -44,7 +44,7 @@ def live_tokens(payload: object) -> int | None:
     usage = payload.get("usage")
     if isinstance(usage, Usage):  # a host may pass the loop's record as it is
         usage = usage.to_dict()
-    if isinstance(usage, Mapping):
+    if type(usage) is dict or isinstance(usage, Mapping):
         source = _count(usage.get("input_tokens"))
         if source is not None:
             return source + (_count(usage.get("output_tokens")) or 0)
@@ -62,7 +62,7 @@ def context_window(payload: object, config: object) -> int | None:
         A positive ``int`` window, or ``None`` when neither source gives one.
     """
     for source in (payload, config):
-        if isinstance(source, Mapping):
+        if type(source) is dict or isinstance(source, Mapping):
             window = _count(source.get("context_window"))
             if window:  # a zero window cannot hold anything, so it is no window at all
                 return window

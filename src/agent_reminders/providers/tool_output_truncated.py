@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder
+from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 
 __all__ = ["CONFIG", "PROVIDER", "evaluate"]
 
@@ -29,9 +28,9 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     Returns:
         One reminder mapping keyed per tool, or ``None`` when nothing was truncated.
     """
-    payload = ctx.payload if isinstance(ctx.payload, Mapping) else {}
+    payload = mapping_or_empty(ctx.payload)
     raw_result = payload.get("result")
-    result = raw_result if isinstance(raw_result, Mapping) else {}
+    result = mapping_or_empty(raw_result)
     # Only a literal True counts: a truthy string or number is not evidence of truncation.
     if payload.get("truncated") is not True and result.get("truncated") is not True:
         return None
