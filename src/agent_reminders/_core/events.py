@@ -174,7 +174,7 @@ class EventLog:
         shared = self._shared
         with shared.lock:
             shared.seq += 1
-            record = EventRecord(seq=shared.seq, topic=topic, kind=kind, payload=payload)
+            record = EventRecord(shared.seq, topic, kind, payload)
             shared.records.append(record)
             subscribers = (
                 [fn for prefix, fn in shared.subscribers if kind.startswith(prefix)]

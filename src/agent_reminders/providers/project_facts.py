@@ -93,15 +93,13 @@ def reads_store(ctx: ProviderContext) -> bool:
     ``refresh_ratio``; never with ``max_facts=0``. Cheap and free of I/O, so the loop asks it
     before deciding to hop to a worker thread."""
     config: Mapping[str, Any] = mapping_or_empty(ctx.config)
-    if _max_facts(config) == 0:
-        return False
-    if ctx.event == "on_budget_threshold":
-        payload: Mapping[str, Any] = mapping_or_empty(ctx.payload)
-        used, window = live_tokens(payload), context_window(payload, config)
+    if ctx.event == "on_budget_threshold":  # the usual question: asked after every model call
+        used = live_tokens(ctx.payload)
+        window = None if used is None else context_window(ctx.payload, config)
         ratio = _number(config.get("refresh_ratio"), DEFAULT_REFRESH_RATIO)
-        if used is None or window is None or used < ratio * window:
+        if window is None or used is None or used < ratio * window:
             return False
-    return True
+    return _max_facts(config) != 0
 
 
 def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:

@@ -38,8 +38,8 @@ def live_tokens(payload: object) -> int | None:
     if type(payload) is not dict and not isinstance(payload, Mapping):
         return None
     for key in ("context_tokens", "prompt_tokens"):
-        found = _count(payload.get(key))
-        if found is not None:
+        value = payload.get(key)
+        if value is not None and (found := _count(value)) is not None:
             return found
     usage = payload.get("usage")
     if isinstance(usage, Usage):  # a host may pass the loop's record as it is
