@@ -55,6 +55,12 @@ TURN_ROWS = (
 LOOP_ROWS = (
     ("iteration_us", "`agent_loop` steady-state iteration (all canonical providers)", 94, 50),
     ("total_us", "`agent_loop` total ÷ steps (with the session start)", 94, 50),
+    (
+        "default_iteration_us",
+        "`agent_loop` steady-state iteration, the default session (no workspace, no fact store)",
+        94,
+        50,
+    ),
 )
 
 

@@ -2,17 +2,21 @@
 
 Both run the same 200-step tool session on a model that answers at once (its own time is
 excluded as far as possible: the model returns a prebuilt response): each step calls one tool,
-the last step answers in text. ``agent_loop`` runs with every canonical provider enabled (a
-fact store with facts, a workspace anchor, a context window for token pressure). We report two
-per-iteration figures over repeated runs: the run's total time over its steps (it includes the
-session start: opening the fact store, the first recall) and the steady-state iteration (the
-median time between two model calls); the first-50 vs last-50 ratio (flat in history means
-~1.0); and pydantic-ai's per-step time with its ``FunctionModel`` on the same session.
+the last step answers in text. ``agent_loop`` runs with every canonical provider enabled and
+given what it reads (a fact store with facts, a workspace anchor — so ``workspace_anchor``
+restates it after every model call, a short repeat each time —, a context window for token
+pressure). We report two per-iteration figures over repeated runs: the run's total time over
+its steps (it includes the session start: opening the fact store, the first recall) and the
+steady-state iteration (the median time between two model calls); the first-50 vs last-50
+ratio (flat in history means ~1.0); the steady-state iteration of the default session
+(``Session(system=...)``: every canonical provider enabled, no workspace and no fact store, so
+no reminder fires); and pydantic-ai's per-step time with its ``FunctionModel`` on the same
+session.
 
 Run: make bench  (or: python bench/loop_overhead.py [--steps N] [--repeats R])
-``--json`` measures ``agent_loop`` alone and prints ``{"total_us", "iteration_us"}`` (the
-median and the minimum over the runs of each), for side-by-side runs of two trees
-(``bench/beside.py``).
+``--json`` measures ``agent_loop`` alone and prints ``{"total_us", "iteration_us",
+"default_iteration_us"}`` (the median and the minimum over the runs of each), for side-by-side
+runs of two trees (``bench/beside.py``).
 """
 
 from __future__ import annotations
@@ -76,13 +80,17 @@ def _run_tool(command: str) -> str:
     return f"ran {command}: ok"
 
 
-async def _ours(steps: int, facts: Path) -> tuple[float, list[float]]:
+async def _ours(steps: int, facts: Path | None) -> tuple[float, list[float]]:
+    """One run; ``facts=None`` is the default session (no workspace, no fact store)."""
     model = _TimedModel(_responses(steps))
-    session = Session(
-        system="You are a coding agent.",
-        workspace={"primary": "/work/project", "roots": []},
-        reminders={"config": {"project_facts": {"path": str(facts)}}},
-    )
+    if facts is None:
+        session = Session(system="You are a coding agent.")
+    else:
+        session = Session(
+            system="You are a coding agent.",
+            workspace={"primary": "/work/project", "roots": []},
+            reminders={"config": {"project_facts": {"path": str(facts)}}},
+        )
     tool = Tool("run", "Run a shell command.", {"type": "object"}, _run_tool)
     start = time.perf_counter()
     result = await agent_loop(
@@ -168,13 +176,17 @@ def _json(steps: int, repeats: int) -> int:
         _fact_store(facts)
         totals: list[float] = []
         iterations: list[float] = []
+        defaults: list[float] = []
         for _ in range(repeats):
             per, gaps = anyio.run(_ours, steps, facts)
             totals.append(per * 1e6)
             iterations.append(statistics.median(gaps) * 1e6)
+            _, gaps = anyio.run(_ours, steps, None)
+            defaults.append(statistics.median(gaps) * 1e6)
     figures = {
         "total_us": [statistics.median(totals), min(totals)],
         "iteration_us": [statistics.median(iterations), min(iterations)],
+        "default_iteration_us": [statistics.median(defaults), min(defaults)],
     }
     print(json.dumps(figures))
     return 0
@@ -194,12 +206,15 @@ def main() -> int:
         ours: list[float] = []
         steady: list[float] = []
         flat: list[float] = []
+        default: list[float] = []
         theirs: list[float] = []
         for _ in range(args.repeats):
             per, gaps = anyio.run(_ours, args.steps, facts)
             ours.append(per)
             steady.append(statistics.median(gaps))
             flat.append(statistics.median(gaps[-50:]) / statistics.median(gaps[:50]))
+            _, gaps = anyio.run(_ours, args.steps, None)
+            default.append(statistics.median(gaps))
             other = _pydantic_ai(args.steps)
             if other is not None:
                 theirs.append(other)
@@ -216,6 +231,8 @@ def main() -> int:
         "|---|---:|---:|---:|",
         f"| `agent_loop`, all canonical providers | {ours_us:.1f} | {steady_us:.1f} | "
         f"{statistics.median(flat):.2f} |",
+        f"| `agent_loop`, the default session (no workspace, no fact store) | — | "
+        f"{statistics.median(default) * 1e6:.1f} | — |",
     ]
     if theirs:
         theirs_us = statistics.median(theirs) * 1e6

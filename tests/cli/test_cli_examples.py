@@ -88,7 +88,7 @@ def test_side_by_side_benchmark_runs(tmp_path: Path) -> None:
     rows = [
         line for line in text.splitlines() if line.startswith("| `") or line.startswith("| same")
     ]
-    assert len(rows) == 6
+    assert len(rows) == 7
     assert all(row.rstrip(" |").endswith(("met", "here)")) for row in rows)
     refused = subprocess.run(
         [*command, str(tmp_path), *small], capture_output=True, text=True, timeout=60, check=False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from agent_reminders import UUID7Factory, new_id
@@ -33,3 +34,23 @@ def test_ids_are_in_the_canonical_text_form() -> None:
         text = make()
         assert str(uuid.UUID(text)) == text
         assert len(text) == 36
+
+
+def test_a_forked_child_never_repeats_the_parents_random_bits() -> None:
+    # the factory reads random bytes ahead; a child must not reuse the block it inherited
+    make = UUID7Factory(clock=lambda: 1_800_000_000_000 * 1_000_000)
+    make()  # the block is read
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: send its next ids and leave at once
+        os.close(read)
+        os.write(write, "\n".join(make() for _ in range(5)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split("\n")
+    os.waitpid(pid, 0)
+    parent = [make() for _ in range(5)]
+    # same clock, same counter positions: only the random bits can tell them apart
+    assert [i[:19] for i in child] == [i[:19] for i in parent]
+    assert not {i[19:] for i in child} & {i[19:] for i in parent}
