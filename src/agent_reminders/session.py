@@ -29,7 +29,7 @@ from ._core.lifecycle import (
     clear_reminders,
     compact,
     handoff_reminders,
-    insert_reminder,
+    insert_checked,
     post_turn,
     reminder_from_options,
     seed_inherited,
@@ -217,7 +217,7 @@ class Session:
                 self.append(item)
 
     def _insert(self, reminder: Reminder) -> Injected:
-        done = insert_reminder(self._transcript, reminder, event_log=self.event_log)
+        done = insert_checked(self._transcript, reminder, self.event_log)
         self._transcript = done.transcript
         return done
 

@@ -195,6 +195,21 @@ def test_committed_requests_are_append_only(ops: list[tuple[Any, ...]]) -> None:
     assert commit_directives(t, turn=len(ops) + 1).message is None
 
 
+@settings(max_examples=300, deadline=None)
+@given(ops=st.lists(ALL_OPS, min_size=1, max_size=25))
+def test_the_uncommitted_ids_a_transcript_remembers_are_exact(ops: list[tuple[Any, ...]]) -> None:
+    """Transforms carry the set of pending ids no message holds forward instead of recomputing
+    it; after every transform it equals the set computed from the messages."""
+    t = Transcript().append({"role": "user", "content": "start"})
+    for turn, op in enumerate(ops):
+        t = apply(t, op, turn)
+        remembered = t.uncommitted_ids  # carried forward, or computed now if it was not
+        held = {rid for m in t.messages for rid in m.get("directive_ids", [])}
+        assert remembered == {r.id for r in t.reminders} - held
+        fresh = Transcript.from_json(t.to_json())  # recomputes it from scratch
+        assert fresh.uncommitted_ids == remembered
+
+
 # -------------------------------------------------------------------------------- 3. escaping
 
 ESCAPE_BODIES = (

@@ -549,9 +549,7 @@ class ParsedOptions:
 
     def given(self) -> dict[str, Any]:
         """The options that were given (not ``None``), as ``Reminder`` keyword arguments."""
-        return {
-            f.name: value for f in _OPTION_ORDER if (value := getattr(self, f.name)) is not None
-        }
+        return _given(self)
 
 
 # Spec order: the option fields in table order, the body last.
@@ -569,6 +567,57 @@ def _require_mapping(options: object, what: str) -> Mapping[str, Any]:
     return options
 
 
+def _compile_parse_options() -> Callable[[Mapping[str, Any]], ParsedOptions]:
+    """Build the body of ``parse_reminder_options`` from the table as straight-line code (as
+    ``check_record`` is built): providers' results go through it after every event. For each
+    option in spec order, a given value (not ``None``) goes through the field's rule, a
+    missing one takes ``ParsedOptions``' default; the body (required) always goes through its
+    rule, last."""
+    defaults = {f.name: f.default for f in dataclasses.fields(ParsedOptions)}
+    env: dict[str, Any] = {"ParsedOptions": ParsedOptions}
+    lines = ["def parse(opts):"]
+    for index, f in enumerate(_OPTION_ORDER):
+        env[f"rule{index}"] = f.rule
+        call = f"rule{index}(value, {f.name!r}, {f.code or 'RMD-001'!r})"
+        if f.required:
+            lines.append(f"    value = opts.get({f.name!r})")
+            lines.append(f"    v{index} = {call}")
+        else:
+            env[f"default{index}"] = defaults[f.name]
+            lines += [
+                f"    value = opts.get({f.name!r})",
+                f"    v{index} = default{index} if value is None else {call}",
+            ]
+    keywords = ", ".join(f"{f.name}=v{i}" for i, f in enumerate(_OPTION_ORDER))
+    lines.append(f"    return ParsedOptions({keywords})")
+    exec(compile("\n".join(lines), "<reminder option rules>", "exec"), env)
+    parse: Callable[[Mapping[str, Any]], ParsedOptions] = env["parse"]
+    return parse
+
+
+_parse_options = _compile_parse_options()
+
+
+def _compile_given() -> Callable[[ParsedOptions], dict[str, Any]]:
+    """``ParsedOptions.given`` as straight-line code: each option not ``None``, in spec order
+    (a reminder is made from it on every provider injection)."""
+    lines = ["def given(parsed):", "    out = {}"]
+    for f in _OPTION_ORDER:
+        lines += [
+            f"    value = parsed.{f.name}",
+            "    if value is not None:",
+            f"        out[{f.name!r}] = value",
+        ]
+    lines.append("    return out")
+    env: dict[str, Any] = {}
+    exec(compile("\n".join(lines), "<reminder options given>", "exec"), env)
+    given: Callable[[ParsedOptions], dict[str, Any]] = env["given"]
+    return given
+
+
+_given = _compile_given()
+
+
 def parse_reminder_options(options: object) -> ParsedOptions:
     """Validate strict reminder options in the specified order; the first failure raises.
 
@@ -577,12 +626,7 @@ def parse_reminder_options(options: object) -> ParsedOptions:
     """
     opts = _require_mapping(options, "reminder options")
     check_unknown(opts, OPTION_KEYS)
-    values: dict[str, Any] = {}
-    for f in _OPTION_ORDER:
-        value = opts.get(f.name)
-        if value is not None or f.required:
-            values[f.name] = f.rule(value, f.name, f.code or "RMD-001")
-    return ParsedOptions(**values)
+    return _parse_options(opts)
 
 
 def option_defaults() -> dict[str, Any]:

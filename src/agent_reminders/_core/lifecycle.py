@@ -45,6 +45,7 @@ __all__ = [
     "compact",
     "handoff_reminders",
     "inject_reminder",
+    "insert_checked",
     "insert_reminder",
     "post_turn",
     "reminder_from_options",
@@ -154,7 +155,11 @@ def insert_reminder(
     transcript = check_transcript(transcript)
     if not isinstance(reminder, Reminder):
         raise TypeError(f"reminder must be a Reminder, not {type(reminder).__name__}")
-    log = check_log(event_log)
+    return insert_checked(transcript, reminder, check_log(event_log))
+
+
+def insert_checked(transcript: Transcript, reminder: Reminder, log: EventLog | None) -> Injected:
+    """:func:`insert_reminder` for arguments of the right types already (a session's own)."""
     key = reminder.dedupe_key
     kept: list[Pending] = []
     replaced: list[Reminder] = []

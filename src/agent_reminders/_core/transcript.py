@@ -344,11 +344,13 @@ class Transcript:
         then ``entry``, a new one made for this transcript's clock: an insertion."""
         pending = (*kept, entry)
         known = self._uncommitted
-        uncommitted: frozenset[str] | None = None
         if known is not None:
-            kept_ids = {e.id for e in pending[:-1]}
-            uncommitted = (known & kept_ids) | self._uncommitted_of((entry,))
-        return self._derive(pending=pending, uncommitted=uncommitted)
+            if known and len(pending) - 1 < len(self._pending):  # some were dropped
+                known = known.intersection([e.id for e in pending[:-1]])
+            at = self._log.index.directive_at.get(entry.id)
+            if at is None or at >= self._len:  # the new entry is in no message yet
+                known = known.union((entry.id,))
+        return self._derive(pending=pending, uncommitted=known)
 
     # -- messages ---------------------------------------------------------------------------
 
