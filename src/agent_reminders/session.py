@@ -462,8 +462,9 @@ class Session:
                 else:
                     self.append(user)
         skipped = seam == "pre_tool_dispatch" and pending_tools and bool(items)
-        self.event_log.emit(
+        self.event_log.keep(
             CHECKPOINT,
+            "loop",
             {
                 "session_id": self.id,
                 "iteration": self.turn if iteration is None else iteration,
@@ -472,7 +473,6 @@ class Session:
                 "delivered_ids": [i.id for i in items],
                 "dispatch_skipped": skipped,
             },
-            topic="loop",
         )
         return SeamResult(seam=seam, delivered=tuple(items), dispatch_skipped=skipped)
 

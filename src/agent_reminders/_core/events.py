@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .frozen import fast_init
 
@@ -43,18 +43,37 @@ class EventRecord:
 
 Subscriber = Callable[[EventRecord], None]
 
+# A record nobody has looked at yet, kept as its fields: (seq, topic, kind, payload).
+_Raw = tuple[int, str, str, dict[str, Any]]
+
 
 class _Shared:
-    """Records and subscribers, shared by a log and every view bound from it."""
+    """Records and subscribers, shared by a log and every view bound from it.
 
-    __slots__ = ("lock", "records", "seq", "subscribers")
+    A lifecycle record that no subscriber receives is kept as a plain tuple of its fields and
+    made into an :class:`EventRecord` when the records are first read (the core emits several
+    per turn; most are never looked at one by one).
+    """
+
+    __slots__ = ("lock", "raw", "records", "seq", "subscribers")
 
     def __init__(self, max_records: int) -> None:
         self.lock = threading.Lock()
         # A deque with maxlen drops the oldest record in O(1) when a new one arrives.
-        self.records: deque[EventRecord] = deque(maxlen=max_records)
+        self.records: deque[EventRecord | _Raw] = deque(maxlen=max_records)
+        self.raw = False  # whether some kept record is still a tuple
         self.seq = 0  # records ever emitted; keeps counting past the bound
         self.subscribers: list[tuple[str, Subscriber]] = []
+
+    def snapshot(self) -> list[EventRecord]:
+        """The records kept, in order, each an ``EventRecord`` (call it under the lock)."""
+        if not self.raw:
+            return cast("list[EventRecord]", list(self.records))  # no tuple is left
+        made = [EventRecord(*r) if isinstance(r, tuple) else r for r in self.records]
+        self.records.clear()
+        self.records.extend(made)  # made once: later reads give the same records
+        self.raw = False
+        return made
 
 
 class EventLog:
@@ -122,8 +141,9 @@ class EventLog:
     @property
     def records(self) -> list[EventRecord]:
         """A snapshot list of the records kept (the latest ``max_records``), in order."""
-        with self._shared.lock:
-            return list(self._shared.records)
+        shared = self._shared
+        with shared.lock:
+            return shared.snapshot()
 
     @property
     def max_records(self) -> int:
@@ -198,7 +218,20 @@ class EventLog:
             "agent_id": self.agent_id or session_id,
             **payload,
         }
-        self._append(kind, LIFECYCLE_TOPIC, full)
+        self.keep(kind, LIFECYCLE_TOPIC, full)
+
+    def keep(self, kind: str, topic: str, payload: dict[str, Any]) -> None:
+        """:meth:`emit` for the library's own records: ``payload`` is a fresh ``dict`` the log
+        owns from now on (not copied), and the record is not returned — so when no subscriber
+        receives it, it is made into an :class:`EventRecord` only once the records are read."""
+        shared = self._shared
+        with shared.lock:
+            if not shared.subscribers:  # nobody receives it now: keep its fields
+                shared.seq += 1
+                shared.records.append((shared.seq, topic, kind, payload))
+                shared.raw = True
+                return
+        self._append(kind, topic, payload)
 
     def subscribe(self, callback: Subscriber, *, kind_prefix: str = "") -> Callable[[], None]:
         """Call ``callback(record)`` for every later record whose kind starts with the prefix.
