@@ -204,7 +204,7 @@ class Session:
         between a tool call and its result.
         """
         self._transcript = self._transcript.append(message)
-        self._track(self._transcript.message_view()[-1])
+        self._track(self._transcript.last_message())
 
     def _track(self, message: Message) -> None:
         if message["role"] == "assistant":

@@ -854,3 +854,14 @@ def test_a_reminder_event_without_reminder_falls_back_to_metadata() -> None:
     assert [(r.id, r.body, r.ttl_turns) for r in t.reminders] == [
         ("r1", "Keep the tests green.", 2)
     ]
+
+
+def test_last_message_is_the_newest_read_only_message_of_this_transcript():
+    t = Transcript([{"role": "user", "content": "a"}])
+    later = t.append({"role": "assistant", "content": "b"})
+    assert later.last_message() == {"role": "assistant", "content": "b"}
+    assert t.last_message() == {"role": "user", "content": "a"}  # its own length, not the log's
+    with pytest.raises(TypeError):
+        later.last_message()["content"] = "changed"  # type: ignore[index]
+    with pytest.raises(IndexError, match="no messages"):
+        Transcript().last_message()

@@ -370,6 +370,16 @@ class Transcript:
         """The messages as a read-only view (O(1), unlike :attr:`messages`)."""
         return MessageView(self._log.messages, self._len)
 
+    def last_message(self) -> Message:
+        """The newest message (read-only), in O(1).
+
+        Raises:
+            IndexError: the transcript has no messages.
+        """
+        if not self._len:
+            raise IndexError("the transcript has no messages")
+        return self._log.messages[self._len - 1]
+
     def request_messages(self) -> MessageView:
         """The messages as sent to a model: a read-only view without ``directive_ids``.
 
