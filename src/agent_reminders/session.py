@@ -354,22 +354,24 @@ class Session:
             raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
         data: Mapping[str, Any] = payload or {}
         options = self.reminder_options
-        context = self._context(name, data)
-
-        def inject(parsed: ParsedOptions, body: str) -> Injected:
-            return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body))
-
         return self._policy.fire(
             name,
             data,
             providers=self.providers.subscribed(options, name),
-            context=context,
-            transcript=lambda: self._transcript,
-            inject=inject,
+            context=self._context(name, data),
+            transcript=self._current_transcript,
+            inject=self._inject_provided,
             budget=options.max_iteration_bytes,
             event_log=self.event_log,
             session_id=self.id,
         )
+
+    def _current_transcript(self) -> Transcript:
+        return self._transcript
+
+    def _inject_provided(self, parsed: ParsedOptions, body: str) -> Injected:
+        """Apply one decision of the firing policy: a provider's reminder, with ``body``."""
+        return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body))
 
     def _context(
         self, name: str, data: Mapping[str, Any]

@@ -69,7 +69,8 @@ class Tool:
     async def call(self, arguments: Mapping[str, Any]) -> Any:
         """Run ``fn(**arguments)``, awaiting it when it is a coroutine function."""
         value = self.fn(**arguments)
-        if inspect.isawaitable(value):
+        # a plain text result (the usual one) skips the ABC check of isawaitable
+        if type(value) is not str and inspect.isawaitable(value):
             value = await value
         return value
 
