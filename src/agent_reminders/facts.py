@@ -233,22 +233,27 @@ def fts_query(terms: builtins.list[str]) -> str:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
 
 
-def _rank(rows: builtins.list[tuple[Any, ...]], terms: set[str]) -> builtins.list[Fact]:
-    """Order matches: more distinct query terms first, then BM25, then newest.
+def _rank(rows: builtins.list[tuple[Any, ...]], terms: set[str], limit: int) -> builtins.list[Fact]:
+    """The best ``limit`` matches: more distinct query terms first, then BM25, then newest.
 
     BM25 is compared at four decimals: in a small store every common term gets the minimum
     IDF, and length noise at the sixth decimal must not beat recency. The reported score is
-    ``matched terms + bm25 / (1 + bm25)``, so it falls (or stays) down the list.
+    ``matched terms + bm25 / (1 + bm25)``, so it falls (or stays) down the list. Each row's
+    JSON is read once, and only the facts returned are built.
     """
     scored = []
     for row in rows:
-        evidence = " ".join(f"{e['kind']} {e['ref']}" for e in json.loads(row[4]))
-        text = " ".join((row[1], row[2], evidence, " ".join(json.loads(row[5]))))
+        evidence, tags = json.loads(row[4]), json.loads(row[5])
+        cited = " ".join(f"{e['kind']} {e['ref']}" for e in evidence)
+        text = " ".join((row[1], row[2], cited, " ".join(tags)))
         matched = len(terms & {_fold(w) for w in _WORD.findall(text)})
         bm25 = max(0.0, round(float(row[8]), 4))
-        scored.append((-matched, -bm25, -row[9], matched + bm25 / (1 + bm25), row))
+        scored.append((-matched, -bm25, -row[9], matched + bm25 / (1 + bm25), row, evidence, tags))
     scored.sort(key=lambda item: item[:3])
-    return [_fact((*item[4][:8], item[3]), matched=True) for item in scored]
+    return [
+        _fact((*row[:8], score), matched=True, evidence=evidence, tags=tags)
+        for _, _, _, score, row, evidence, tags in scored[:limit]
+    ]
 
 
 class FactStore:
@@ -350,14 +355,16 @@ class FactStore:
                 f"{', '.join(sorted(tables))}), not an agent-reminders fact store"
             )
         if "meta" in tables:
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or row[0] != SCHEMA:
-                raise FactError(f"{self.path} holds schema {row and row[0]!r}, not {SCHEMA!r}")
-            version = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-            if version is None or int(version[0]) > SCHEMA_VERSION:
+            meta = dict(
+                db.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'version')")
+            )
+            if meta.get("schema") != SCHEMA:
+                raise FactError(f"{self.path} holds schema {meta.get('schema')!r}, not {SCHEMA!r}")
+            version = meta.get("version")
+            if version is None or int(version) > SCHEMA_VERSION:
                 raise FactError(
                     f"{self.path} was written by a newer agent-reminders (schema version "
-                    f"{version and version[0]}); upgrade to read it"
+                    f"{version}); upgrade to read it"
                 )
             self._journal(wal)
             return
@@ -479,7 +486,7 @@ class FactStore:
                     "ORDER BY bm25(facts_fts), f.rowid DESC LIMIT ?",
                     [fts_query(terms), *params, max(limit * 8, _CANDIDATES)],
                 ).fetchall()
-                found = _rank(rows, set(terms))[:limit]
+                found = _rank(rows, set(terms), limit)
             if len(found) < limit:
                 seen = [f.id for f in found]
                 exclude = f" AND f.id NOT IN ({', '.join('?' * len(seen))})" if seen else ""
@@ -589,15 +596,22 @@ def _kinds(kinds: str | Iterable[str] | None) -> list[str] | None:
     return list(dict.fromkeys(normalize_kind(k) for k in items)) or None
 
 
-def _fact(row: tuple[Any, ...], *, matched: bool = False) -> Fact:
-    fid, kind, claim, confidence, evidence, tags, namespace, stored_at, score = row
+def _fact(
+    row: tuple[Any, ...],
+    *,
+    matched: bool = False,
+    evidence: builtins.list[dict[str, str]] | None = None,
+    tags: builtins.list[str] | None = None,
+) -> Fact:
+    """A fact from its row; ``evidence`` and ``tags`` when the row's JSON was read already."""
+    fid, kind, claim, confidence, evidence_json, tags_json, namespace, stored_at, score = row
     return Fact(
         id=fid,
         kind=kind,
         claim=claim,
         confidence=confidence,
-        evidence=tuple(json.loads(evidence)),
-        tags=tuple(json.loads(tags)),
+        evidence=tuple(json.loads(evidence_json) if evidence is None else evidence),
+        tags=tuple(json.loads(tags_json) if tags is None else tags),
         namespace=namespace,
         stored_at=stored_at,
         # a match always scores above the 0 of facts that only fill the list

@@ -792,3 +792,26 @@ def test_two_threads_share_one_store(tmp_path: Path) -> None:
         assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         raw.close()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("schema", "other.v9", "holds schema 'other.v9', not 'fact.v1'"),
+        ("version", "999", "newer agent-reminders (schema version 999); upgrade"),
+    ],
+)
+def test_a_store_of_another_schema_or_a_newer_version_is_refused_unchanged(
+    tmp_path: Path, key: str, value: str, message: str
+) -> None:
+    path = tmp_path / "facts.db"
+    FactStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(FactError) as raised:
+        FactStore(path, create=False)
+    assert str(path) in str(raised.value)
+    assert message in str(raised.value)
+    assert path.read_bytes() == before
