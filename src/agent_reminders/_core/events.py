@@ -50,9 +50,10 @@ _Raw = tuple[int, str, str, dict[str, Any]]
 class _Shared:
     """Records and subscribers, shared by a log and every view bound from it.
 
-    A lifecycle record that no subscriber receives is kept as a plain tuple of its fields and
-    made into an :class:`EventRecord` when the records are first read (the core emits several
-    per turn; most are never looked at one by one).
+    A record the library keeps (:meth:`EventLog.keep`: every lifecycle record, the loop's
+    checkpoints) that no subscriber receives is held as a plain tuple of its fields and made
+    into an :class:`EventRecord` when the records are first read: a turn writes a dozen, and
+    most are never looked at one by one.
     """
 
     __slots__ = ("lock", "raw", "records", "seq", "subscribers")
