@@ -562,7 +562,7 @@ _OPTION_ORDER: tuple[Field, ...] = tuple(
 def _require_mapping(options: object, what: str) -> Mapping[str, Any]:
     if options is None:
         raise ReminderError("RMD-001", f"{what} are missing: pass a mapping")
-    if not isinstance(options, Mapping):
+    if type(options) is not dict and not isinstance(options, Mapping):
         raise ReminderError("RMD-001", f"{what} must be a mapping, not {type(options).__name__}")
     return options
 

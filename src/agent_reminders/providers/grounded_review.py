@@ -423,7 +423,8 @@ def _diagnostic_findings(
 
 
 # The keys a record's findings are read from: without any of them it has none.
-_EVIDENCE_KEYS = frozenset({"result", "verifier", "verifier_signals", "diagnostics"})
+_SIGNAL_KEYS = frozenset({"verifier", "verifier_signals", "diagnostics"})
+_EVIDENCE_KEYS = _SIGNAL_KEYS | {"result"}
 
 
 def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> list[_Finding]:
@@ -459,8 +460,9 @@ def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> l
             out += [_Finding("verification_output", line, origin) for line in lines]
         elif result.get("ok") is False:
             out.append(_Finding("tool_error", _error_summary(content), where()))
-    out += _verifier_findings(record, where)
-    out += _diagnostic_findings(record, where, warnings)
+    if not _SIGNAL_KEYS.isdisjoint(record):  # most tool results carry no signals
+        out += _verifier_findings(record, where)
+        out += _diagnostic_findings(record, where, warnings)
     return out
 
 

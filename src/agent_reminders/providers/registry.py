@@ -287,7 +287,7 @@ def lint_agent_options(
 
 
 def _as_options(item: object, provider_id: str) -> Mapping[str, Any]:
-    if isinstance(item, Mapping):
+    if type(item) is dict or isinstance(item, Mapping):
         if "reminder" in item:
             check_unknown(item, _WRAPPER_KEYS, where=f" (provider {provider_id!r})")
             inner = item["reminder"]

@@ -23,7 +23,7 @@ def _roots(value: object) -> list[str]:
         return []
     described = []
     for root in value:
-        if not isinstance(root, Mapping):
+        if type(root) is not dict and not isinstance(root, Mapping):
             continue
         path = _path(root.get("path"))
         # A missing mode means read-write, as in parse_workspace; an unknown one is skipped.
@@ -44,7 +44,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
         One reminder mapping, or ``None`` without a workspace.
     """
     workspace = ctx.workspace
-    if not isinstance(workspace, Mapping):
+    if type(workspace) is not dict and not isinstance(workspace, Mapping):
         return None
     primary = _path(workspace.get("primary"))
     if primary is None:
