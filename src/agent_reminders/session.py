@@ -69,6 +69,12 @@ class SeamResult:
     dispatch_skipped: bool
 
 
+# What a seam that delivered nothing returns (a value: one per seam serves every call).
+_NOTHING_AT: dict[str, SeamResult] = {
+    seam: SeamResult(seam=seam, delivered=(), dispatch_skipped=False) for seam in SEAMS
+}
+
+
 def _neutralize_content(content: Any) -> Any:
     if isinstance(content, str):
         return neutralize_untrusted(content)
@@ -476,6 +482,8 @@ class Session:
                 "dispatch_skipped": skipped,
             },
         )
+        if not items:
+            return _NOTHING_AT[seam]
         return SeamResult(seam=seam, delivered=tuple(items), dispatch_skipped=skipped)
 
     def _queued_reminder(self, item: QueueItem) -> Reminder:

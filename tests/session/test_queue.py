@@ -808,6 +808,16 @@ def test_run_seam_injects_bridge_reminder_with_queued_id_and_session_turn() -> N
     assert session.queue.pending() == []
 
 
+@pytest.mark.parametrize("seam", ALL_SEAMS)
+def test_a_seam_with_nothing_queued_delivers_nothing_and_still_checkpoints(seam: str) -> None:
+    session, _ = _session()
+    result = session.run_seam(seam, pending_tools=True)
+    assert (result.seam, result.delivered, result.dispatch_skipped) == (seam, (), False)
+    assert session.event_log.records[-1].kind == "loop.checkpoint"
+    assert session.event_log.records[-1].payload["seam"] == seam
+    assert session.event_log.records[-1].payload["delivered_ids"] == []
+
+
 def test_run_seam_stamps_turn_at_drain_time_not_queue_time() -> None:
     session, _ = _session()
     session.queue.remind({"id": "late", "body": "x"})
