@@ -170,23 +170,34 @@ def _fact_store(path: Path) -> None:
     store.close()
 
 
+def _runs(steps: int, repeats: int, facts: Path) -> dict[str, list[float]]:
+    """``repeats`` runs of each setup, alternating; per run, in µs: total ÷ steps and the
+    steady-state iteration with every provider given its inputs, the steady-state iteration of
+    the default session; and the last-50 / first-50 ratio of the first setup."""
+    out: dict[str, list[float]] = {
+        "total": [],
+        "iteration": [],
+        "flat": [],
+        "default_iteration": [],
+    }
+    for _ in range(repeats):
+        per, gaps = anyio.run(_ours, steps, facts)
+        out["total"].append(per * 1e6)
+        out["iteration"].append(statistics.median(gaps) * 1e6)
+        out["flat"].append(statistics.median(gaps[-50:]) / statistics.median(gaps[:50]))
+        _, gaps = anyio.run(_ours, steps, None)
+        out["default_iteration"].append(statistics.median(gaps) * 1e6)
+    return out
+
+
 def _json(steps: int, repeats: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         facts = Path(tmp) / "facts.db"
         _fact_store(facts)
-        totals: list[float] = []
-        iterations: list[float] = []
-        defaults: list[float] = []
-        for _ in range(repeats):
-            per, gaps = anyio.run(_ours, steps, facts)
-            totals.append(per * 1e6)
-            iterations.append(statistics.median(gaps) * 1e6)
-            _, gaps = anyio.run(_ours, steps, None)
-            defaults.append(statistics.median(gaps) * 1e6)
+        runs = _runs(steps, repeats, facts)
     figures = {
-        "total_us": [statistics.median(totals), min(totals)],
-        "iteration_us": [statistics.median(iterations), min(iterations)],
-        "default_iteration_us": [statistics.median(defaults), min(defaults)],
+        f"{key}_us": [statistics.median(runs[key]), min(runs[key])]
+        for key in ("total", "iteration", "default_iteration")
     }
     print(json.dumps(figures))
     return 0
@@ -203,18 +214,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         facts = Path(tmp) / "facts.db"
         _fact_store(facts)
-        ours: list[float] = []
-        steady: list[float] = []
-        flat: list[float] = []
-        default: list[float] = []
+        runs = _runs(args.steps, args.repeats, facts)
         theirs: list[float] = []
-        for _ in range(args.repeats):
-            per, gaps = anyio.run(_ours, args.steps, facts)
-            ours.append(per)
-            steady.append(statistics.median(gaps))
-            flat.append(statistics.median(gaps[-50:]) / statistics.median(gaps[:50]))
-            _, gaps = anyio.run(_ours, args.steps, None)
-            default.append(statistics.median(gaps))
         # pydantic-ai's runs come after ours: importing it (pydantic, its models, an HTTP
         # stack) grows the heap the collector walks, and a run after that pays for it
         for _ in range(args.repeats):
@@ -222,8 +223,8 @@ def main() -> int:
             if other is not None:
                 theirs.append(other)
     memory = _memory_per_request(800)
-    ours_us = statistics.median(ours) * 1e6
-    steady_us = statistics.median(steady) * 1e6
+    ours_us = statistics.median(runs["total"])
+    steady_us = statistics.median(runs["iteration"])
     lines = [
         f"Machine: {machine()}. {args.steps}-step tool session, median of {args.repeats} runs, "
         "both measured in the same run (`agent_loop`'s runs first, then pydantic-ai's, whose "
@@ -234,9 +235,9 @@ def main() -> int:
         "| loop | total ÷ steps µs | steady-state iteration µs | last-50 / first-50 |",
         "|---|---:|---:|---:|",
         f"| `agent_loop`, all canonical providers | {ours_us:.1f} | {steady_us:.1f} | "
-        f"{statistics.median(flat):.2f} |",
+        f"{statistics.median(runs['flat']):.2f} |",
         f"| `agent_loop`, the default session (no workspace, no fact store) | — | "
-        f"{statistics.median(default) * 1e6:.1f} | — |",
+        f"{statistics.median(runs['default_iteration']):.1f} | — |",
     ]
     if theirs:
         theirs_us = statistics.median(theirs) * 1e6
