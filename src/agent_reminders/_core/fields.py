@@ -443,6 +443,15 @@ _WIRED: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
 _OMIT_NONE: tuple[str, ...] = tuple(f.name for f in FIELDS if f.omit_none)
 
 
+def _function(lines: list[str], filename: str, env: dict[str, Any]) -> Any:
+    """The one function that ``lines`` (source built from the field table, starting with its
+    ``def``) define, compiled with ``env`` as its globals; ``filename`` names it in
+    tracebacks."""
+    exec(compile("\n".join(lines), filename, "exec"), env)
+    name = lines[0].split()[1].split("(")[0]
+    return env[name]
+
+
 def _compile_check_record() -> Callable[[dict[str, Any]], None]:
     """Build ``check_record`` from the table as straight-line code, the way ``dataclasses``
     builds ``__init__``: it runs in every ``Reminder`` construction, and a loop over the table
@@ -462,8 +471,7 @@ def _compile_check_record() -> Callable[[dict[str, Any]], None]:
             "        if checked is not value:",
             f"            values[{f.name!r}] = checked",
         ]
-    exec(compile("\n".join(lines), "<reminder field table>", "exec"), env)
-    check: Callable[[dict[str, Any]], None] = env["check_record"]
+    check: Callable[[dict[str, Any]], None] = _function(lines, "<reminder field table>", env)
     check.__doc__ = """Validate and normalize a record's field values in place (a ``Reminder``'s
     ``__dict__``).
 
@@ -590,8 +598,9 @@ def _compile_parse_options() -> Callable[[Mapping[str, Any]], ParsedOptions]:
             ]
     keywords = ", ".join(f"{f.name}=v{i}" for i, f in enumerate(_OPTION_ORDER))
     lines.append(f"    return ParsedOptions({keywords})")
-    exec(compile("\n".join(lines), "<reminder option rules>", "exec"), env)
-    parse: Callable[[Mapping[str, Any]], ParsedOptions] = env["parse"]
+    parse: Callable[[Mapping[str, Any]], ParsedOptions] = _function(
+        lines, "<reminder option rules>", env
+    )
     return parse
 
 
@@ -609,9 +618,9 @@ def _compile_given() -> Callable[[ParsedOptions], dict[str, Any]]:
             f"        out[{f.name!r}] = value",
         ]
     lines.append("    return out")
-    env: dict[str, Any] = {}
-    exec(compile("\n".join(lines), "<reminder options given>", "exec"), env)
-    given: Callable[[ParsedOptions], dict[str, Any]] = env["given"]
+    given: Callable[[ParsedOptions], dict[str, Any]] = _function(
+        lines, "<reminder options given>", {}
+    )
     return given
 
 
