@@ -406,10 +406,13 @@ class CrashRun:
         raw = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         try:
             verdict = [row[0] for row in raw.execute("PRAGMA integrity_check")]
+            # an id queued or settled: present once (both at once is a duplicate)
             rows = Counter(
                 row[0]
                 for row in raw.execute(
-                    "SELECT item_id FROM queue WHERE session_id = ?", (ledger.session_id,)
+                    "SELECT item_id FROM pending WHERE session_id = ?1 "
+                    "UNION ALL SELECT item_id FROM settled WHERE session_id = ?1",
+                    (ledger.session_id,),
                 )
             )
         finally:

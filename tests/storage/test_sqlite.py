@@ -18,6 +18,7 @@ import pytest
 
 from agent_reminders import (
     AgentRemindersError,
+    EventRecord,
     ConfigError,
     InjectionQueue,
     QueueError,
@@ -136,7 +137,7 @@ def test_the_schema_is_versioned(tmp_path: Path) -> None:
     meta = dict(db.execute("SELECT key, value FROM store_meta"))
     assert meta == {"schema": "agent-reminders.store", "version": str(SCHEMA_VERSION)}
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"store_meta", "sessions", "messages", "queue", "events"} <= tables
+    assert {"store_meta", "sessions", "messages", "pending", "settled", "events"} <= tables
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
@@ -146,6 +147,34 @@ def downgrade(path: Path, version: int) -> None:
     """Make a file written by this version look like one of schema ``version``: undo what the
     later migrations added (what they add is checked to be all they add)."""
     db = sqlite3.connect(path)
+    if version < 4:  # 3 -> 4: the queue split into pending and settled, the activity counter
+        db.executescript(
+            """
+            CREATE TABLE queue (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL REFERENCES sessions (session_id),
+                item_id TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'revoked')),
+                kind TEXT,
+                mode TEXT,
+                payload TEXT,
+                UNIQUE (session_id, item_id)
+            );
+            CREATE INDEX queue_by_status ON queue (session_id, status, seq);
+            INSERT INTO queue (session_id, item_id, status)
+                SELECT session_id, item_id, status FROM settled;
+            INSERT INTO queue (session_id, item_id, status, kind, mode, payload)
+                SELECT session_id, item_id, 'pending', kind, mode, payload FROM pending
+                ORDER BY seq;
+            UPDATE sessions SET touched = max(touched, coalesce(
+                (SELECT max(seq) FROM pending WHERE pending.session_id = sessions.session_id), 0
+            ));
+            DROP TABLE pending;
+            DROP TABLE settled;
+            DROP TABLE activity;
+            CREATE INDEX sessions_by_activity ON sessions (touched);
+            """
+        )
     if version < 3:  # 2 -> 3: audit rows, the session revision
         db.execute("DROP TABLE audit")
         db.execute("ALTER TABLE sessions DROP COLUMN revision")
@@ -171,14 +200,56 @@ async def test_a_version_1_file_gains_the_lease_table(tmp_path: Path) -> None:
         await store.enqueue("s1", queue_items("kept")[0])
     current = schema(path)
     downgrade(path, 1)
-    assert SCHEMA_VERSION == len(MIGRATIONS) == 3
+    assert SCHEMA_VERSION == len(MIGRATIONS) == 4
     async with SQLiteStore(path) as store:
         assert [r["body"] for r in await store.pending("s1")] == ["kept"]
         assert await store.claim("s1", "worker-a", 30) is None
     db = sqlite3.connect(path)
-    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "3"
+    assert dict(db.execute("SELECT key, value FROM store_meta"))["version"] == "4"
     assert db.execute("SELECT session_id, owner FROM leases").fetchall() == [("s1", "worker-a")]
     db.close()
+    assert schema(path) == current  # migrated, the file is what a new one would be
+
+
+async def test_a_version_3_file_keeps_its_queue_and_the_activity_order(tmp_path: Path) -> None:
+    """Schema 3 -> 4 splits the queue into pending items and settled ids: pending items keep
+    their FIFO order, delivered and revoked ids stay remembered, the sessions keep their
+    activity order, and what is queued later comes after all of it."""
+    path = tmp_path / "state.db"
+    first, gone, second, third = queue_items("first", "gone", "second", "third")
+    [used] = queue_items("used", mode="interrupt")
+    async with SQLiteStore(path) as store:
+        for sid in ("s1", "s2", "s3"):
+            await store.create_session(Session(session_id=sid).state())
+        for item in (first, gone, used, second):
+            await store.enqueue("s1", item)
+        await store.enqueue("s2", third)
+        assert await store.revoke("s1", gone.id) == "revoked"
+        assert [i.id for i in await store.drain("s1", ["interrupt_immediate"])] == [used.id]
+        await store.append_events("s3", [EventRecord(seq=0, topic="t", kind="k", payload={})])
+        order = [s.session_id for s in await store.list_sessions()]
+    assert order == ["s3", "s1", "s2"]
+    current = schema(path)
+    downgrade(path, 3)
+    async with SQLiteStore(path) as store:
+        assert [s.session_id for s in await store.list_sessions()] == order
+        assert [r["id"] for r in await store.pending("s1")] == [first.id, second.id]
+        assert [r["id"] for r in await store.pending("s2")] == [third.id]
+        assert await store.revoke("s1", gone.id) == "already_revoked"
+        with pytest.raises(QueueError) as delivered:
+            await store.revoke("s1", used.id)
+        assert delivered.value.reason == "already_delivered"
+        with pytest.raises(ReminderError):  # a settled id is never queued again
+            await store.enqueue("s1", used)
+        [later] = queue_items("later")
+        await store.enqueue("s2", later)
+        assert await store.latest_session() == "s2"
+        assert [r["id"] for r in await store.pending("s2")] == [third.id, later.id]
+        loaded = await store.load_session("s1")
+        assert loaded is not None
+        assert [i.id for i in loaded.queue.items] == [first.id, second.id]
+        assert loaded.queue.delivered_ids == {used.id}
+        assert loaded.queue.revoked_ids == {gone.id}
     assert schema(path) == current  # migrated, the file is what a new one would be
 
 
@@ -278,9 +349,9 @@ async def test_an_acknowledged_enqueue_is_committed(tmp_path: Path) -> None:
     await store.enqueue("s1", item)
     # a different connection (another process would be the same) sees it at once
     db = sqlite3.connect(path)
-    rows = db.execute("SELECT item_id, status FROM queue").fetchall()
+    rows = db.execute("SELECT item_id FROM pending").fetchall()
     db.close()
-    assert rows == [(item.id, "pending")]
+    assert rows == [(item.id,)]
     await store.close()
 
 
@@ -376,7 +447,7 @@ async def test_concurrent_enqueues_share_a_commit_and_fail_one_by_one(tmp_path: 
     assert isinstance(got["full"], QueueError)
     assert got["full"].reason == "queue_full"
     db = sqlite3.connect(path)  # what another process sees: exactly the acknowledged rows
-    rows = db.execute("SELECT item_id FROM queue ORDER BY seq").fetchall()
+    rows = db.execute("SELECT item_id FROM pending ORDER BY seq").fetchall()
     db.close()
     assert rows == [(first.id,), (second.id,)]
     await store.close()
@@ -397,10 +468,14 @@ async def test_a_cancelled_enqueue_leaves_the_others_going(tmp_path: Path) -> No
             got[str(i)] = await store.enqueue("s1", items[i])
 
     async with anyio.create_task_group() as tg:
-        for i in range(len(items)):
+        tg.start_soon(enqueue, 0)
+        with anyio.fail_after(10):  # the store's thread has taken call 0 (and waits to write)
+            while store._thread.waiting():
+                await anyio.sleep(0.001)
+        for i in range(1, len(items)):
             tg.start_soon(enqueue, i)
             await anyio.wait_all_tasks_blocked()
-        # call 0 is writing; 1 (the next to write), 2 and 3 wait: 1 and 2 give up
+        # call 0 is writing; 1, 2 and 3 wait for the thread: 1 and 2 give up
         scopes[1].cancel()
         scopes[2].cancel()
         await anyio.wait_all_tasks_blocked()
@@ -487,7 +562,7 @@ def grown_session(messages: int) -> Session:
     return s
 
 
-COUNTED = ("messages", "audit", "queue", "sessions")
+COUNTED = ("messages", "audit", "pending", "settled", "sessions")
 
 
 def count_writes(path: Path) -> sqlite3.Connection:
@@ -542,8 +617,9 @@ async def test_a_save_writes_only_the_rows_a_turn_added(tmp_path: Path) -> None:
         assert writes(db) == {
             ("messages", "insert"): added,
             ("audit", "insert"): 1,
-            ("queue", "insert"): 1,  # the id delivered at loop_exit, new to the store
-            ("queue", "update"): 1,  # the enqueued one, pending -> delivered
+            # the id delivered at loop_exit, new to the store, and the enqueued one
+            ("settled", "insert"): 2,
+            ("pending", "delete"): 1,  # the enqueued one, pending -> delivered
             ("sessions", "update"): 2,  # the head, then the activity order
         }
     assert await store.load_session("s1") == s.state()
@@ -596,7 +672,8 @@ async def test_the_pending_limit_sees_what_other_connections_and_calls_changed(
         assert await store.revoke("s1", own.id) == "revoked"  # this store's own change
         assert not await full(store, "h")
         raw = sqlite3.connect(path)
-        raw.execute("UPDATE queue SET status = 'delivered' WHERE status = 'pending'")
+        raw.execute("INSERT INTO settled SELECT session_id, item_id, 'delivered' FROM pending")
+        raw.execute("DELETE FROM pending")
         raw.commit()
         raw.close()
         for body in ("i", "j", "k"):

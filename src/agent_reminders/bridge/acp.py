@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,9 +16,11 @@ from typing import Any
 from .._core.errors import ReminderError
 from .._core.events import EventLog, EventRecord
 from .._core.fields import Authority
+from .._core.ids import new_id
 from .._core.records import Message
 from .._core.request import Model
 from .._version import __version__
+from ..queue import InjectionQueue
 from ..session import Session
 from ..storage.base import Store, UnknownSessionError
 from ..storage.memory import MemoryStore
@@ -93,6 +95,13 @@ class Connection:
             self.scope.require_prompt(method)
 
 
+def new_item_id() -> str:
+    """The id of a queued item the caller gave none: 32 hex digits, the library's
+    time-ordered UUIDv7 (:func:`agent_reminders.new_id`) without its hyphens — ordered ids
+    keep a store's index on them appending, and no random bytes are read per id."""
+    return new_id().replace("-", "")
+
+
 def _sid_of(params: object) -> str | None:
     sid = params.get("sessionId") if isinstance(params, Mapping) else None
     return sid if isinstance(sid, str) and sid.strip() else None
@@ -161,6 +170,7 @@ class Bridge:
         self.settings = settings or BridgeSettings()
         self.worker_id = worker_id or new_worker_id()
         self.live: dict[str, LivePrompt] = {}
+        self._validators: dict[Authority, InjectionQueue] = {}
         self.durable = not isinstance(store, MemoryStore)
         methods: dict[str, Handler] = {
             "initialize": self.initialize,
@@ -204,8 +214,21 @@ class Bridge:
             await self.store.append_events(session_id, [record])
 
     def new_id(self) -> str:
-        """A random id of 128 bits (uuid4 hex) for sessions and queued items."""
-        return uuid.uuid4().hex
+        """A session id: 128 random bits as 32 hex digits (04 §2)."""
+        return secrets.token_hex(16)
+
+    def validator(self, grant: Authority) -> InjectionQueue:
+        """The empty queue that validates items pushed by callers of ``grant`` (one per grant,
+        made once): ``reminder_item`` / ``user_item`` check an item as ``remind`` / ``inject``
+        would queue it, and it never holds one."""
+        queue = self._validators.get(grant)
+        if queue is None:
+            queue = self._validators[grant] = InjectionQueue(
+                max_authority=grant,
+                max_body_bytes=self.settings.max_body_bytes,
+                id_factory=new_item_id,
+            )
+        return queue
 
     async def initialize(self, params: object, connection: Connection) -> dict[str, Any]:
         """``initialize`` → protocol version, capabilities, the reminder extension."""
@@ -234,7 +257,7 @@ class Bridge:
         }
 
     async def new_session(self, params: object, connection: Connection) -> dict[str, Any]:
-        """``session/new`` → ``{sessionId}`` (uuid4 hex), stored before the reply."""
+        """``session/new`` → ``{sessionId}`` (:meth:`new_id`), stored before the reply."""
         _object(params, "session/new")
         connection.require_prompt("session/new")
         session = Session(self.new_id(), system=self.settings.system)

@@ -35,10 +35,13 @@ Handler = Callable[[Any, Any], Awaitable[Any]]
 _NO_ID = object()
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def encode(message: Any) -> str:
     """One frame of JSON text: ASCII only (a lone surrogate a client sent can still be
     echoed), no newline inside, so it is a valid stdio line."""
-    return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(message)
 
 
 def _error_reply(request_id: Any, exc: BaseException) -> dict[str, Any]:

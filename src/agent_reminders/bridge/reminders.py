@@ -1,18 +1,19 @@
 """The reminder methods (spec 04 §3), each under its plain and its ``_``-prefixed name.
 
 Validation is the injection queue's own (``InjectionQueue.reminder_item`` / ``user_item``,
-what ``remind`` / ``inject`` queue: the one implementation of 04 §3's check order): a scratch
-queue validates and builds the item, the store makes it durable, and only then does the client
-get its id.
+what ``remind`` / ``inject`` queue: the one implementation of 04 §3's check order): the
+bridge's empty queue for the caller's grant (``Bridge.validator``) validates and builds the
+item, the store makes it durable, and only then does the client get its id.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import QueueError, ReminderError
-from ..queue import InjectionQueue, QueueItem
+from ..queue import QueueItem
 from .errors import invalid_params
 
 if TYPE_CHECKING:
@@ -57,14 +58,6 @@ async def resolve_session_id(
     return sid
 
 
-def _scratch(bridge: Bridge, connection: Connection) -> InjectionQueue:
-    return InjectionQueue(
-        max_authority=connection.grant,
-        max_body_bytes=bridge.settings.max_body_bytes,
-        id_factory=bridge.new_id,
-    )
-
-
 async def _store_item(bridge: Bridge, session_id: str, item: QueueItem) -> None:
     live = bridge.live.get(session_id)
     if live is not None:
@@ -97,9 +90,7 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
             )
     else:
         reminder = {k: v for k, v in p.items() if k not in _ENVELOPE_KEYS}
-    item = _scratch(bridge, connection).reminder_item(
-        reminder, mode=p.get("mode"), grant=connection.grant
-    )
+    item = bridge.validator(connection.grant).reminder_item(reminder, mode=p.get("mode"))
     return {"reminderId": await _queue(bridge, p, connection, item)}
 
 
@@ -109,8 +100,8 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
     extra = sorted(set(p) - {"sessionId", "content", "mode"})
     if extra:
         raise ReminderError("RMD-001", f"unknown key(s): {', '.join(extra)}")
-    scratch = _scratch(bridge, connection)
-    item = scratch.user_item(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
+    validator = bridge.validator(connection.grant)
+    item = validator.user_item(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
     return {"messageId": await _queue(bridge, p, connection, item)}
 
 
@@ -164,10 +155,5 @@ def reminder_handlers(bridge: Bridge) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for name, fn in table.items():
-
-        async def handler(params: Any, connection: Any, _fn: Any = fn) -> Any:
-            return await _fn(bridge, params, connection)
-
-        out[name] = handler
-        out["_" + name] = handler
+        out[name] = out["_" + name] = functools.partial(fn, bridge)
     return out

@@ -1,7 +1,8 @@
 """``SQLiteStore``: the embedded durable ``Store`` (spec 06 §1 and §2).
 
-One file in WAL mode, one connection per store object guarded by a lock, every call run in a
-worker thread (``anyio.to_thread``) so the event loop never blocks on disk. Each public
+One file in WAL mode, one connection per store object, owned by the store's own thread
+(``_thread.StoreThread``): every call runs there, in call order, so the event loop never
+blocks on disk. Each public
 method is one transaction; the writes of a turn (``save_session``) and an acknowledged
 ``enqueue`` are committed before the call returns. Several store objects — in several
 threads or processes — may share one file: writers take SQLite's write lock up front
@@ -17,7 +18,6 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,14 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import anyio.to_thread
-
 from .._core.errors import AgentRemindersError, ConfigError, StateError, StoreError
 from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
+from ._thread import Call, StoreThread
 from ._wake import Waiters
 from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
 
@@ -107,22 +106,63 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID""",
         "ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
     ),
+    (
+        # 3 -> 4: an enqueue writes one row and one index entry. The queue splits into the
+        # pending items (FIFO by seq) and the delivered and revoked ids; activity (the order
+        # of list_sessions) is one counter: a session's is the larger of its touched and its
+        # newest pending item's seq, so an enqueue no longer rewrites the session's row and
+        # an index on it. Pending items carried over take seqs below every counter value
+        # (their enqueue already touched their session), in their old order.
+        """CREATE TABLE activity (
+            id INTEGER PRIMARY KEY CHECK (id = 0),
+            last INTEGER NOT NULL
+        )""",
+        "INSERT INTO activity VALUES (0, (SELECT coalesce(max(touched), 0) FROM sessions))",
+        """CREATE TABLE pending (
+            seq INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            item_id TEXT NOT NULL,
+            queued_at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            UNIQUE (session_id, item_id)
+        )""",
+        """CREATE TABLE settled (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            item_id TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('delivered', 'revoked')),
+            PRIMARY KEY (session_id, item_id)
+        ) WITHOUT ROWID""",
+        """INSERT INTO pending SELECT seq - (SELECT max(seq) + 1 FROM queue), session_id,
+            item_id, 0, kind, mode, payload FROM queue WHERE status = 'pending' ORDER BY seq""",
+        """INSERT INTO settled SELECT session_id, item_id, status FROM queue
+            WHERE status != 'pending'""",
+        "DROP TABLE queue",
+        "DROP INDEX sessions_by_activity",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_TOUCH = (
-    "UPDATE sessions SET updated_at = ?, "
-    "touched = (SELECT coalesce(max(touched), 0) + 1 FROM sessions) WHERE session_id = ?"
-)
-_ROW = "SELECT item_id, status, kind, mode, payload FROM queue WHERE session_id = ?"
-_ENQUEUE_CHECK = (
-    "SELECT EXISTS (SELECT 1 FROM sessions WHERE session_id = ?1), "
-    "EXISTS (SELECT 1 FROM queue WHERE session_id = ?1 AND item_id = ?2)"
-)
-_PENDING_COUNT = "SELECT count(*) FROM queue WHERE session_id = ? AND status = 'pending'"
+# a session's pending items, FIFO
+_PENDING = "SELECT item_id, kind, mode, payload FROM pending WHERE session_id = ?"
 _INSERT_PENDING = (
-    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
-    "VALUES (?, ?, 'pending', ?, ?, ?)"
+    "INSERT INTO pending (seq, session_id, item_id, queued_at, kind, mode, payload) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# the activity counter, and the file's data_version (see _PendingCounts), in one statement
+_ACTIVITY_AND_VERSION = "SELECT last, (SELECT data_version FROM pragma_data_version) FROM activity"
+_TOUCH = (
+    "UPDATE sessions SET updated_at = ?, touched = (SELECT last + 1 FROM activity) "
+    "WHERE session_id = ?"
+)
+# every session with its activity: the larger of its touched and its newest pending seq
+_BY_ACTIVITY = (
+    "SELECT s.session_id, s.created_at, "
+    "max(s.updated_at, coalesce((SELECT queued_at FROM pending WHERE seq = q.newest), 0)), "
+    "s.turn, s.message_count FROM sessions AS s LEFT JOIN "
+    "(SELECT session_id, max(seq) AS newest FROM pending GROUP BY session_id) AS q "
+    "USING (session_id) ORDER BY max(s.touched, coalesce(q.newest, 0)) DESC"
 )
 
 
@@ -148,8 +188,32 @@ def _check_synchronous(value: object) -> Synchronous:
     raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL'; got {value!r}")
 
 
-def _queue_row(row: tuple[Any, ...]) -> codec.QueueRow:
-    return codec.QueueRow(id=row[0], status=row[1], kind=row[2], mode=row[3], payload=row[4])
+def _pending_row(row: tuple[Any, ...]) -> codec.QueueRow:
+    """A row of ``pending`` (``item_id, kind, mode, payload``)."""
+    return codec.QueueRow(id=row[0], status="pending", kind=row[1], mode=row[2], payload=row[3])
+
+
+def _pending_rows(db: sqlite3.Connection, sid: str) -> list[codec.QueueRow]:
+    """The session's pending items, FIFO."""
+    return [_pending_row(r) for r in db.execute(f"{_PENDING} ORDER BY seq", (sid,))]
+
+
+def _settled_row(db: sqlite3.Connection, sid: str, item_id: str) -> codec.QueueRow | None:
+    """The session's settled id ``item_id`` (delivered or revoked), else ``None``."""
+    found = db.execute(
+        "SELECT status FROM settled WHERE session_id = ? AND item_id = ?", (sid, item_id)
+    ).fetchone()
+    if found is None:
+        return None
+    return codec.QueueRow(id=item_id, status="revoked" if found[0] == "revoked" else "delivered")
+
+
+def _take_activity(db: sqlite3.Connection, n: int) -> int:
+    """Take the next ``n`` values of the store's activity counter (inside a write
+    transaction); returns the first."""
+    (last,) = db.execute("SELECT last FROM activity").fetchone()
+    db.execute("UPDATE activity SET last = ?", (last + n,))
+    return int(last) + 1
 
 
 class SQLiteStore(ClosingStore):
@@ -208,12 +272,11 @@ class SQLiteStore(ClosingStore):
         self.busy_timeout_ms = busy_timeout_ms
         self.clock = clock
         self.poll_interval = poll_interval
-        self._lock = threading.Lock()
         self._memo = codec.Memo()
         self._waiters = Waiters()
-        self._groups = threading.local()
         self._pending = _PendingCounts()
         self._db: sqlite3.Connection | None = self._connect()
+        self._thread = StoreThread(f"agent-reminders store {self.path}")
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -267,6 +330,8 @@ class SQLiteStore(ClosingStore):
             if mode is None or str(mode[0]).lower() != "wal":
                 raise StoreError(f"{self.path}: WAL journal mode is not available ({mode})")
             db.execute(f"PRAGMA synchronous = {self.synchronous}")
+            # sorts and IN lists in memory, never in a temp file per statement
+            db.execute("PRAGMA temp_store = MEMORY")
             self._migrate(db)
         except StoreError:
             db.close()
@@ -325,27 +390,26 @@ class SQLiteStore(ClosingStore):
     # -- running calls off the event loop ---------------------------------------------------
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(functools.partial(self._locked, fn))
+        return await self._thread.run(functools.partial(self._on_db, fn))
 
-    def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            db = self._db
-            if db is None:
-                raise StoreError(f"{self.path}: this store is closed")
-            try:
-                return fn(db)
-            except sqlite3.Error as exc:
-                raise StoreError(f"{self.path}: {exc}") from None
+    def _on_db(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` on the store's thread, SQLite's errors as ``StoreError``."""
+        db = self._db
+        if db is None:
+            raise StoreError(f"{self.path}: this store is closed")
+        try:
+            return fn(db)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
 
     def _close(self) -> None:
-        with self._lock:
-            db, self._db = self._db, None
+        db, self._db = self._db, None
         if db is not None:
             db.close()
 
     async def close(self) -> None:
         """Close the connection (idempotent); later calls raise ``StoreError``."""
-        await anyio.to_thread.run_sync(self._close)
+        await self._thread.run(self._close)
 
     def _exists(self, db: sqlite3.Connection, session_id: str) -> None:
         if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
@@ -353,7 +417,24 @@ class SQLiteStore(ClosingStore):
         raise UnknownSessionError(session_id)
 
     def _touch(self, db: sqlite3.Connection, session_id: str) -> None:
+        """Make a write to the session its latest activity (``list_sessions`` order)."""
         db.execute(_TOUCH, (self.clock(), session_id))
+        _take_activity(db, 1)
+
+    def _insert_pending(
+        self, db: sqlite3.Connection, sid: str, rows: Sequence[codec.QueueRow], sql: str
+    ) -> None:
+        """Queue ``rows`` for ``sid`` (with ``sql``: ``_INSERT_PENDING`` or a variant), each
+        taking the next activity value as its seq."""
+        if rows:
+            first, now = _take_activity(db, len(rows)), self.clock()
+            db.executemany(
+                sql,
+                [
+                    (first + i, sid, r.id, now, r.kind, r.mode, r.payload)
+                    for i, r in enumerate(rows)
+                ],
+            )
 
     def _item(self, row: codec.QueueRow) -> QueueItem:
         try:
@@ -377,28 +458,33 @@ class SQLiteStore(ClosingStore):
                     raise SessionExistsError(sid)
                 db.execute(
                     "INSERT INTO sessions (session_id, created_at, updated_at, touched, turn, "
-                    "head, message_count, digest, revision) VALUES (?, ?, ?, "
-                    "(SELECT coalesce(max(touched), 0) + 1 FROM sessions), ?, ?, ?, ?, 0)",
-                    (sid, now, now, plan.turn, plan.head, plan.message_count, writes.digest),
+                    "head, message_count, digest, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                    (
+                        sid,
+                        now,
+                        now,
+                        _take_activity(db, 1),
+                        plan.turn,
+                        plan.head,
+                        plan.message_count,
+                        writes.digest,
+                    ),
                 )
                 _write_history(db, sid, writes)
+                self._insert_pending(db, sid, plan.items, _INSERT_PENDING)
                 db.executemany(
-                    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        (sid, r.id, r.status, r.kind, r.mode, r.payload)
-                        for r in (*plan.items, *plan.settled)
-                    ],
+                    "INSERT INTO settled VALUES (?, ?, ?)",
+                    [(sid, r.id, r.status) for r in plan.settled],
                 )
             return writes
 
         def job() -> str:
             plan = codec.plan_save(state, None)  # the JSON work, off the event loop
-            writes = self._locked(lambda db: run(db, plan))
+            writes = self._on_db(lambda db: run(db, plan))
             self._memo.wrote(plan, writes, 0)
             return plan.session_id
 
-        self._waiters.notify(await anyio.to_thread.run_sync(job))
+        self._waiters.notify(await self._thread.run(job))
 
     async def load_session(self, session_id: str) -> SessionState | None:
         """The stored session, or ``None`` (see ``Store``); read and parsed off the event
@@ -418,19 +504,14 @@ class SQLiteStore(ClosingStore):
                     digest=str(found[2]),
                     messages=_texts(db, "messages", sid),
                     audit=_texts(db, "audit", sid),
-                    pending=[
-                        _queue_row(r)
-                        for r in db.execute(f"{_ROW} AND status = 'pending' ORDER BY seq", (sid,))
-                    ],
+                    pending=_pending_rows(db, sid),
                     settled=db.execute(
-                        "SELECT item_id, status FROM queue WHERE session_id = ? "
-                        "AND status != 'pending'",
-                        (sid,),
+                        "SELECT item_id, status FROM settled WHERE session_id = ?", (sid,)
                     ).fetchall(),
                 )
 
         def job() -> SessionState | None:
-            stored = self._locked(run)
+            stored = self._on_db(run)
             if stored is None:
                 return None
             try:
@@ -444,7 +525,7 @@ class SQLiteStore(ClosingStore):
             self._memo.read(state, stored.revision, stored.digest, len(stored.audit))
             return state
 
-        return await anyio.to_thread.run_sync(job)
+        return await self._thread.run(job)
 
     async def save_session(self, state: SessionState) -> None:
         """Write one turn in one transaction (see ``Store``).
@@ -471,17 +552,23 @@ class SQLiteStore(ClosingStore):
                     "revision = ? WHERE session_id = ?",
                     (plan.turn, plan.head, plan.message_count, writes.digest, revision + 1, sid),
                 )
-                # the merge of codec.merge_row, one indexed upsert per row the store may lack
-                db.executemany(
-                    "INSERT INTO queue (session_id, item_id, status, kind, mode, payload) "
-                    "VALUES (?, ?, 'pending', ?, ?, ?) ON CONFLICT (session_id, item_id) "
-                    "DO NOTHING",
-                    [(sid, r.id, r.kind, r.mode, r.payload) for r in plan.items],
+                # the merge of codec.merge_row, a few indexed statements per row the store may
+                # lack: an item it never saw is queued (unless it settled it already); an id
+                # the state settled is settled unless the store settled it first
+                unsettled = [r for r in plan.items if _settled_row(db, sid, r.id) is None]
+                self._insert_pending(
+                    db,
+                    sid,
+                    unsettled,
+                    f"{_INSERT_PENDING} ON CONFLICT (session_id, item_id) DO NOTHING",
                 )
                 db.executemany(
-                    "INSERT INTO queue (session_id, item_id, status) VALUES (?, ?, ?) "
-                    "ON CONFLICT (session_id, item_id) DO UPDATE SET status = excluded.status, "
-                    "kind = NULL, mode = NULL, payload = NULL WHERE status = 'pending'",
+                    "DELETE FROM pending WHERE session_id = ? AND item_id = ?",
+                    [(sid, r.id) for r in plan.settled],
+                )
+                db.executemany(
+                    "INSERT INTO settled VALUES (?, ?, ?) "
+                    "ON CONFLICT (session_id, item_id) DO NOTHING",
                     [(sid, r.id, r.status) for r in plan.settled],
                 )
                 self._touch(db, sid)
@@ -489,11 +576,11 @@ class SQLiteStore(ClosingStore):
 
         def job() -> str:
             plan = codec.plan_save(state, self._memo)  # the JSON work, off the event loop
-            writes, revision = self._locked(lambda db: run(db, plan))
+            writes, revision = self._on_db(lambda db: run(db, plan))
             self._memo.wrote(plan, writes, revision)
             return plan.session_id
 
-        self._waiters.notify(await anyio.to_thread.run_sync(job))
+        self._waiters.notify(await self._thread.run(job))
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         """Append transcript messages (see ``Store``)."""
@@ -549,10 +636,7 @@ class SQLiteStore(ClosingStore):
                     turn=r[3],
                     message_count=r[4],
                 )
-                for r in db.execute(
-                    "SELECT session_id, created_at, updated_at, turn, message_count "
-                    "FROM sessions ORDER BY touched DESC"
-                )
+                for r in db.execute(_BY_ACTIVITY)
             ]
 
         return await self._call(run)
@@ -561,9 +645,7 @@ class SQLiteStore(ClosingStore):
         """The id of the most recently active session, or ``None``."""
 
         def run(db: sqlite3.Connection) -> str | None:
-            row = db.execute(
-                "SELECT session_id FROM sessions ORDER BY touched DESC LIMIT 1"
-            ).fetchone()
+            row = db.execute(f"{_BY_ACTIVITY} LIMIT 1").fetchone()
             return None if row is None else str(row[0])
 
         return await self._call(run)
@@ -581,88 +663,59 @@ class SQLiteStore(ClosingStore):
         """
         sid = codec.check_session_id(session_id)
         row = codec.item_row(item)
-        job = _Enqueue(sid, row, codec.check_max_pending(max_pending))
-        group = self._group()
-        group.queued.append(job)
-        while not job.done:
-            if not group.writing:  # this call writes everything queued, its own row too
-                await self._write_group(group)
-                break
-            job.woken = anyio.Event()
-            try:
-                await job.woken.wait()  # its row was written, or the writer is free
-            except BaseException:
-                group.abandon(job)
-                raise
-        if job.error is not None:
-            raise job.error
+        await self._thread.run_grouped(
+            self._enqueue_group, _Enqueue(sid, row, codec.check_max_pending(max_pending))
+        )
         self._waiters.notify(sid)
         return row.id
 
-    def _group(self) -> _Group:
-        # one group per thread: an anyio.Event belongs to the event loop of its thread
-        group: _Group | None = getattr(self._groups, "group", None)
-        if group is None:
-            group = self._groups.group = _Group()
-        return group
+    def _enqueue_group(self, calls: Sequence[Call[Any]]) -> None:
+        self._on_db(lambda db: self._enqueue_all(db, [call.arg for call in calls], calls))
 
-    async def _write_group(self, group: _Group) -> None:
-        group.writing = True
-        batch, group.queued = group.queued, []
-        failed: BaseException | None = StoreError(f"{self.path}: the write was interrupted")
-        try:
-            with anyio.CancelScope(shield=True):  # the others wait for this commit too
-                await self._call(lambda db: self._enqueue_all(db, batch))
-            failed = None
-        except Exception as exc:  # the transaction was rolled back: nothing is stored
-            failed = exc
-        finally:
-            for job in batch:
-                if failed is not None and job.error is None:
-                    job.error = failed
-                job.done = True
-                if job.woken is not None:
-                    job.woken.set()
-            group.writing = False
-            group.wake_next()
+    def _enqueue_all(
+        self, db: sqlite3.Connection, jobs: Sequence[_Enqueue], calls: Sequence[Call[Any]]
+    ) -> None:
+        """Insert the rows of ``jobs`` (one per call of ``calls``) in one transaction.
 
-    def _enqueue_all(self, db: sqlite3.Connection, batch: list[_Enqueue]) -> None:
-        """Insert the rows of ``batch`` in one transaction. Each row is checked first and
-        written by one ``INSERT``, so a refused row writes nothing (no savepoint needed) and
-        fails only its own call; each session written is touched once, after its rows."""
-        written: dict[str, None] = {}  # sessions, in the order of their last row
+        A refused row (unknown session, id already used, queue full) is left out and fails
+        only its own call. A group costs a handful of statements whatever its size — the
+        counter and the file's version, the checks, the inserts (one statement per
+        ``_CHUNK`` rows), the counter's new value — because each statement gives up the GIL
+        and must win it back from the event loop; and one row and one index entry per item,
+        the pages a commit writes."""
         with _transaction(db):
-            counts, version = self._pending.take(db)
-            for job in batch:
-                sid, row = job.session_id, job.row
-                try:
-                    self._check_enqueue(db, job, counts)
-                except AgentRemindersError as exc:
-                    job.error = exc
-                    continue
-                db.execute(_INSERT_PENDING, (sid, row.id, row.kind, row.mode, row.payload))
-                if sid in counts:
-                    counts[sid] += 1
-                written.pop(sid, None)
-                written[sid] = None
-            for sid in written:
-                self._touch(db, sid)
+            last, version = db.execute(_ACTIVITY_AND_VERSION).fetchone()
+            counts = self._pending.take(db, version)
+            refused = _refused(db, jobs)
+            limited = {j.session_id for j in jobs if j.limit is not None} - counts.keys()
+            counts.update(_pending_counts(db, sorted(limited)))
+            accepted: list[_Enqueue] = []
+            seen: set[tuple[str, str]] = set()
+            for job, call in zip(jobs, calls, strict=True):
+                sid, key = job.session_id, (job.session_id, job.row.id)
+                if key in refused:
+                    unknown = refused[key]
+                    call.error = UnknownSessionError(sid) if unknown else codec.duplicate_id(key[1])
+                elif key in seen:
+                    call.error = codec.duplicate_id(job.row.id)
+                elif job.limit is not None and counts[sid] >= job.limit:
+                    call.error = codec.queue_full(job.limit)
+                else:
+                    seen.add(key)
+                    accepted.append(job)
+                    if sid in counts:
+                        counts[sid] += 1
+            now, seq = self.clock(), last
+            for chunk in _chunks(accepted):
+                values: list[Any] = []
+                for j in chunk:
+                    seq += 1
+                    row = j.row
+                    values += (seq, j.session_id, row.id, now, row.kind, row.mode, row.payload)
+                db.execute(_insert_pending_sql(len(chunk)), values)
+            if accepted:
+                db.execute("UPDATE activity SET last = ?", (seq,))
         self._pending.keep(db, version)
-
-    def _check_enqueue(self, db: sqlite3.Connection, job: _Enqueue, counts: dict[str, int]) -> None:
-        """Refuse a row for an unknown session, an id the session already used, or a full
-        queue (``counts``: pending rows per session, filled in as needed)."""
-        sid = job.session_id
-        known, used = db.execute(_ENQUEUE_CHECK, (sid, job.row.id)).fetchone()
-        if not known:
-            raise UnknownSessionError(sid)
-        if used:
-            raise codec.duplicate_id(job.row.id)
-        if job.limit is not None:
-            if sid not in counts:
-                (counts[sid],) = db.execute(_PENDING_COUNT, (sid,)).fetchone()
-            if counts[sid] >= job.limit:
-                raise codec.queue_full(job.limit)
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The pending rows of 04 §3, FIFO."""
@@ -671,8 +724,7 @@ class SQLiteStore(ClosingStore):
         def run(db: sqlite3.Connection) -> list[QueueItem]:
             with _transaction(db, write=False):
                 self._exists(db, sid)
-                found = db.execute(f"{_ROW} AND status = 'pending' ORDER BY seq", (sid,))
-                return [self._item(_queue_row(r)) for r in found]
+                return [self._item(r) for r in _pending_rows(db, sid)]
 
         return codec.pending_rows(await self._call(run))
 
@@ -687,18 +739,14 @@ class SQLiteStore(ClosingStore):
                 if not wanted:
                     return []
                 marks = ", ".join("?" for _ in wanted)
-                found = db.execute(
-                    f"SELECT seq, item_id, status, kind, mode, payload FROM queue "
-                    f"WHERE session_id = ? AND status = 'pending' AND mode IN ({marks}) "
-                    "ORDER BY seq",
-                    (sid, *wanted),
-                ).fetchall()
-                items = [self._item(_queue_row(r[1:])) for r in found]
-                db.executemany(
-                    "UPDATE queue SET status = 'delivered', kind = NULL, mode = NULL, "
-                    "payload = NULL WHERE seq = ?",
-                    [(r[0],) for r in found],
-                )
+                found = [
+                    _pending_row(r)
+                    for r in db.execute(
+                        f"{_PENDING} AND mode IN ({marks}) ORDER BY seq", (sid, *wanted)
+                    )
+                ]
+                items = [self._item(r) for r in found]
+                _settle(db, sid, [r.id for r in found], "delivered")
                 if items:
                     self._touch(db, sid)
                 return items
@@ -713,14 +761,11 @@ class SQLiteStore(ClosingStore):
             with _transaction(db):
                 self._exists(db, sid)
                 rid = codec.check_revoke_id(reminder_id)
-                found = db.execute(f"{_ROW} AND item_id = ?", (sid, rid)).fetchone()
-                status = codec.revoke_status(None if found is None else _queue_row(found), rid)
+                found = db.execute(f"{_PENDING} AND item_id = ?", (sid, rid)).fetchone()
+                row = _settled_row(db, sid, rid) if found is None else _pending_row(found)
+                status = codec.revoke_status(row, rid)
                 if status == "revoked":
-                    db.execute(
-                        "UPDATE queue SET status = 'revoked', kind = NULL, mode = NULL, "
-                        "payload = NULL WHERE session_id = ? AND item_id = ?",
-                        (sid, rid),
-                    )
+                    _settle(db, sid, [rid], "revoked")
                     self._touch(db, sid)
                 return status
 
@@ -745,7 +790,7 @@ class SQLiteStore(ClosingStore):
 
         def look(db: sqlite3.Connection) -> bool:
             self._exists(db, sid)
-            sql = "SELECT item_id FROM queue WHERE session_id = ? AND status = 'pending'"
+            sql = "SELECT item_id FROM pending WHERE session_id = ?"
             args: list[str] = [sid]
             if wanted is not None:
                 sql += f" AND mode IN ({', '.join('?' for _ in wanted)})"
@@ -860,16 +905,13 @@ class SQLiteStore(ClosingStore):
         return await self._call(run)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Enqueue:
-    """One ``enqueue`` call waiting for (or writing) its group's commit."""
+    """What one ``enqueue`` call writes in its group's transaction."""
 
     session_id: str
     row: codec.QueueRow
     limit: int | None
-    woken: anyio.Event | None = None  # made only when the call has to wait
-    done: bool = False
-    error: BaseException | None = None
 
 
 @dataclass(slots=True)
@@ -889,10 +931,9 @@ class _PendingCounts:
     changes: int = 0
     limit: int = 10_000  # sessions remembered at most
 
-    def take(self, db: sqlite3.Connection) -> tuple[dict[str, int], int]:
-        """The counts to use (and update) in this write transaction, and the file's
-        ``data_version`` to hand to :meth:`keep` once it has committed."""
-        (version,) = db.execute("PRAGMA data_version").fetchone()
+    def take(self, db: sqlite3.Connection, version: int) -> dict[str, int]:
+        """The counts to use (and update) in this write transaction, which found the file
+        at ``version`` (its ``data_version``, handed to :meth:`keep` once it has committed)."""
         if (
             version != self.version
             or db.total_changes != self.changes
@@ -900,34 +941,11 @@ class _PendingCounts:
         ):
             self.counts.clear()
         self.version = None  # not trusted until this transaction commits
-        return self.counts, int(version)
+        return self.counts
 
     def keep(self, db: sqlite3.Connection, version: int) -> None:
         """The transaction :meth:`take` served has committed: the counts are the file's."""
         self.version, self.changes = version, db.total_changes
-
-
-@dataclass(slots=True)
-class _Group:
-    """The enqueues of one event loop: at most one write at a time; the calls that arrive
-    meanwhile are queued and written together, in arrival order, by the first of them to
-    find the writer free."""
-
-    queued: list[_Enqueue] = field(default_factory=list)
-    writing: bool = False
-
-    def wake_next(self) -> None:
-        """The writer is free: the oldest waiting call takes the next write."""
-        if self.queued and self.queued[0].woken is not None:
-            self.queued[0].woken.set()
-
-    def abandon(self, job: _Enqueue) -> None:
-        """A waiting call was cancelled: its row is not written (unless a write already
-        took it), and a wake-up meant for it goes to the next call."""
-        if job in self.queued:
-            self.queued.remove(job)
-            if not self.writing:
-                self.wake_next()
 
 
 @dataclass(frozen=True, slots=True)
@@ -971,6 +989,68 @@ def _write_history(db: sqlite3.Connection, sid: str, writes: codec.Writes) -> No
         if start is None:
             db.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
         _insert_rows(db, table, sid, start or 0, rows)
+
+
+_CHUNK = 64  # rows per statement: 5 parameters each, under SQLite's oldest limit of 999
+
+
+def _chunks(rows: Sequence[T]) -> Iterator[Sequence[T]]:
+    for start in range(0, len(rows), _CHUNK):
+        yield rows[start : start + _CHUNK]
+
+
+@functools.lru_cache(maxsize=_CHUNK)
+def _refused_sql(n: int) -> str:
+    pairs = ", ".join(["(?, ?)"] * n)
+    return (
+        f"WITH b (s, i) AS (VALUES {pairs}) "
+        "SELECT s, i, NOT EXISTS (SELECT 1 FROM sessions WHERE session_id = s) AS unknown "
+        "FROM b WHERE unknown "
+        "OR EXISTS (SELECT 1 FROM pending WHERE session_id = s AND item_id = i) "
+        "OR EXISTS (SELECT 1 FROM settled WHERE session_id = s AND item_id = i)"
+    )
+
+
+def _refused(db: sqlite3.Connection, jobs: Sequence[_Enqueue]) -> dict[tuple[str, str], bool]:
+    """The ``(session, id)`` pairs of ``jobs`` that cannot be queued: ``True`` for an
+    unknown session, ``False`` for an id the session already used (pending or settled)."""
+    found: dict[tuple[str, str], bool] = {}
+    for chunk in _chunks(jobs):
+        params = [v for j in chunk for v in (j.session_id, j.row.id)]
+        for sid, rid, unknown in db.execute(_refused_sql(len(chunk)), params):
+            found[sid, rid] = bool(unknown)
+    return found
+
+
+@functools.lru_cache(maxsize=_CHUNK)
+def _count_sql(n: int) -> str:
+    marks = ", ".join(["?"] * n)
+    return (
+        f"SELECT session_id, count(*) FROM pending WHERE session_id IN ({marks}) "
+        "GROUP BY session_id"
+    )
+
+
+def _pending_counts(db: sqlite3.Connection, sessions: Sequence[str]) -> dict[str, int]:
+    """Pending rows per session (0 for one with none)."""
+    counts = dict.fromkeys(sessions, 0)
+    for chunk in _chunks(sessions):
+        counts.update(db.execute(_count_sql(len(chunk)), chunk))
+    return counts
+
+
+@functools.lru_cache(maxsize=_CHUNK)
+def _insert_pending_sql(n: int) -> str:
+    """``_INSERT_PENDING`` for ``n`` rows in one statement."""
+    return _INSERT_PENDING + ", (?, ?, ?, ?, ?, ?, ?)" * (n - 1)
+
+
+def _settle(db: sqlite3.Connection, sid: str, item_ids: Sequence[str], status: str) -> None:
+    """Move pending items of the session to the settled ids with ``status``."""
+    db.executemany(
+        "DELETE FROM pending WHERE session_id = ? AND item_id = ?", [(sid, i) for i in item_ids]
+    )
+    db.executemany("INSERT INTO settled VALUES (?, ?, ?)", [(sid, i, status) for i in item_ids])
 
 
 @contextmanager
