@@ -18,8 +18,8 @@ import pytest
 
 from agent_reminders import (
     AgentRemindersError,
-    EventRecord,
     ConfigError,
+    EventRecord,
     InjectionQueue,
     QueueError,
     QueueItem,
@@ -682,3 +682,11 @@ async def test_the_pending_limit_sees_what_other_connections_and_calls_changed(
         await store.drain("s1", ["finish_step"])  # and its own drain
         assert not await full(store, "m")
         assert len(await store.pending("s1")) == 1
+
+
+def test_an_old_sqlite_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 22, 0))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.22.0")
+    with pytest.raises(StoreError, match=r"SQLite is 3\.22\.0; the session store needs 3\.24\.0"):
+        SQLiteStore(tmp_path / "state.db")
+    assert not (tmp_path / "state.db").exists()

@@ -656,6 +656,105 @@ _PAYLOAD_FIELDS: tuple[Field, ...] = tuple(f for f in FIELDS if f.payload)
 _ROW_FIELDS: tuple[Field, ...] = tuple(f for f in _PAYLOAD_FIELDS if f.name != "id")
 
 
+# Spec 04 §3 order of the field checks, first failure wins (the key checks come before).
+_PAYLOAD_ORDER: tuple[str, ...] = (
+    "ttl_turns",
+    "fired_at_turn",
+    "source",
+    "propagate",
+    "role_hint",
+    "authority",
+    "tags",
+    "body",
+    "dedupe_key",
+    "preserve_on_compact",
+    "id",
+)
+
+
+def _bad_source(value: object) -> ReminderError:
+    return ReminderError(
+        "RMD-002", f"source must be 'bridge' for pushed reminders; got {_short(value)}"
+    )
+
+
+def _above_grant(wanted: Authority, grant: Authority) -> ReminderError:
+    return ReminderError(
+        "RMD-009", f"authority {wanted.value!r} is above this source's grant {grant.value!r}"
+    )
+
+
+def _body_too_big(size: int, limit: int) -> ReminderError:
+    return ReminderError("RMD-002", f"body is {size} bytes; the limit is {limit}")
+
+
+def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], dict[str, Any]]:
+    """Build the field checks of :func:`validate_reminder_payload` from the table as
+    straight-line code (as ``check_record`` is built; every ``session/remind`` runs it). In
+    ``_PAYLOAD_ORDER``, a given value (not ``None``) goes through its field's rule (code
+    ``RMD-002`` unless the field has its own), a missing one takes its default (``authority``:
+    the grant; ``id``: ``None``, the caller makes one); ``source`` may only be ``bridge``,
+    ``authority`` may not rise above the grant, the body (required) must fit the limit. The
+    result has every payload field in table order, in JSON form."""
+    env: dict[str, Any] = {
+        "RANK": AUTHORITY_RANK,
+        "BRIDGE": Source.BRIDGE,
+        "bad_source": _bad_source,
+        "above_grant": _above_grant,
+        "too_big": _body_too_big,
+    }
+    lines = ["def payload_fields(payload, grant, max_body_bytes):"]
+    for name in _PAYLOAD_ORDER:
+        if name == "source":
+            lines += [
+                "    value = payload.get('source')",
+                "    if value is not None and value != BRIDGE:",
+                "        raise bad_source(value)",
+            ]
+            continue
+        f = _BY_NAME[name]
+        env[f"rule_{name}"] = f.rule
+        call = f"rule_{name}(value, {name!r}, {f.code or 'RMD-002'!r})"
+        lines.append(f"    value = payload.get({name!r})")
+        if f.required:
+            lines.append(f"    v_{name} = {call}")
+        else:
+            default = "grant" if name == "authority" else f"default_{name}"
+            env[f"default_{name}"] = None if f.factory is not None else f.default
+            lines.append(f"    v_{name} = {default} if value is None else {call}")
+        if name == "authority":
+            lines += [
+                "    if RANK[v_authority] < RANK[grant]:",
+                "        raise above_grant(v_authority, grant)",
+            ]
+        elif name == "body":
+            lines += [
+                "    size = len(v_body) if v_body.isascii() else len(v_body.encode())",
+                "    if size > max_body_bytes:",
+                "        raise too_big(size, max_body_bytes)",
+            ]
+    items = []
+    for f in _PAYLOAD_FIELDS:
+        if f.name == "source":
+            items.append("'source': 'bridge'")
+            continue
+        value = f"v_{f.name}"
+        if f.wire is not None:
+            env[f"wire_{f.name}"] = f.wire
+            value = f"wire_{f.name}({value})"
+            if not f.required and (f.factory is not None or f.default is None):
+                value = f"None if v_{f.name} is None else {value}"
+        items.append(f"{f.name!r}: {value}")
+    lines.append(f"    return {{{', '.join(items)}}}")
+    compiled: Callable[[Mapping[str, Any], Authority, int], dict[str, Any]] = _function(
+        lines, "<reminder payload rules>", env
+    )
+    return compiled
+
+
+_payload_fields = _compile_payload_fields()
+
+
 def validate_reminder_payload(
     payload: object,
     *,
@@ -672,7 +771,7 @@ def validate_reminder_payload(
         ReminderError: ``RMD-002`` (shape), ``RMD-001`` (unknown keys), ``RMD-005``
             (``propagate``), ``RMD-009`` (authority above ``grant``).
     """
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         raise ReminderError(
             "RMD-002", f"a reminder must be an object; got {type(payload).__name__}"
         )
@@ -683,43 +782,7 @@ def validate_reminder_payload(
     meta = payload.get("_meta")
     if meta is not None and not isinstance(meta, Mapping):
         raise ReminderError("RMD-002", f"_meta must be an object; got {type(meta).__name__}")
-    given: dict[str, Any] = {}
-
-    def take(name: str) -> Any:
-        f = _BY_NAME[name]
-        value = payload.get(name)
-        if value is not None or f.required:
-            value = given[name] = f.rule(value, name, f.code or "RMD-002")
-        return value
-
-    take("ttl_turns")
-    take("fired_at_turn")
-    source = payload.get("source")
-    if source is not None and source != Source.BRIDGE:
-        raise ReminderError(
-            "RMD-002", f"source must be 'bridge' for pushed reminders; got {_short(source)}"
-        )
-    take("propagate")
-    take("role_hint")
-    wanted = take("authority")
-    if wanted is None:
-        wanted = given["authority"] = grant
-    if AUTHORITY_RANK[wanted] < AUTHORITY_RANK[grant]:
-        raise ReminderError(
-            "RMD-009",
-            f"authority {wanted.value!r} is above this source's grant {grant.value!r}",
-        )
-    take("tags")
-    size = len(take("body").encode())
-    if size > max_body_bytes:
-        raise ReminderError("RMD-002", f"body is {size} bytes; the limit is {max_body_bytes}")
-    for name in ("dedupe_key", "preserve_on_compact", "id"):
-        take(name)
-    given["source"] = Source.BRIDGE
-    out: dict[str, Any] = {}
-    for f in _PAYLOAD_FIELDS:
-        value = given.get(f.name, f.default if f.factory is None else None)
-        out[f.name] = value if value is None or f.wire is None else f.wire(value)
+    out = _payload_fields(payload, grant, max_body_bytes)
     out["_meta"] = dict(meta) if meta is not None else None
     return out
 

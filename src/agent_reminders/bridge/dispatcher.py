@@ -110,7 +110,10 @@ class Dispatcher:
         self, message: Any, connection: Any, *, limiter: TokenBucket | None = None
     ) -> str | None:
         """The second half of :meth:`handle_frame`: the reply text to a decoded message."""
-        reply = await self.handle_message(message, connection, limiter=limiter)
+        if type(message) is dict:  # a single request, the usual case
+            reply: Any = await self._one(message, connection, limiter)
+        else:
+            reply = await self.handle_message(message, connection, limiter=limiter)
         if reply is None:
             return None
         try:
@@ -150,7 +153,8 @@ class Dispatcher:
             exc = RpcError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC request object")
             return _error_reply(None, exc)
         request_id = message.get("id", _NO_ID)
-        reply_id = None if request_id is _NO_ID or not _valid_id(request_id) else request_id
+        id_ok = request_id is _NO_ID or _valid_id(request_id)
+        reply_id = request_id if id_ok and request_id is not _NO_ID else None
         method = message.get("method")
         params = message.get("params")
         problem = None
@@ -158,9 +162,9 @@ class Dispatcher:
             problem = 'jsonrpc must be "2.0"'
         elif not isinstance(method, str):
             problem = "method must be a string"
-        elif request_id is not _NO_ID and not _valid_id(request_id):
+        elif not id_ok:
             problem = "id must be a string, a number or null"
-        elif "params" in message and not isinstance(params, dict | list):
+        elif "params" in message and not isinstance(params, (dict, list)):
             problem = "params must be an object or an array"
         if problem is not None:
             return _error_reply(reply_id, RpcError(INVALID_REQUEST, f"Invalid Request: {problem}"))

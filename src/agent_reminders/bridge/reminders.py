@@ -58,20 +58,6 @@ async def resolve_session_id(
     return sid
 
 
-async def _store_item(bridge: Bridge, session_id: str, item: QueueItem) -> None:
-    live = bridge.live.get(session_id)
-    if live is not None:
-        live.expect(item.id)  # offered below: the running prompt need not look it up
-    try:
-        await bridge.store.enqueue(session_id, item, max_pending=bridge.settings.max_pending)
-    finally:
-        if live is not None:
-            live.forget(item.id)
-    live = bridge.live.get(session_id)
-    if live is not None:
-        live.offer(item)
-
-
 async def remind(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
     """``session/remind`` → ``{reminderId}``, durable before the reply."""
     p = _params(params)
@@ -108,10 +94,20 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
 async def _queue(
     bridge: Bridge, p: Mapping[str, Any], connection: Connection, item: QueueItem
 ) -> str:
-    """Store an item a scratch queue validated into its session (durable before the
-    reply); returns the item's id."""
-    session_id = await resolve_session_id(bridge, p, connection)
-    await _store_item(bridge, session_id, item)
+    """Store an item the bridge's validator made into its session (durable before the
+    reply); returns the item's id. A prompt running on the session gets it at once."""
+    sid = await resolve_session_id(bridge, p, connection)
+    live = bridge.live.get(sid)
+    if live is not None:
+        live.expect(item.id)  # offered below: the running prompt need not look it up
+    try:
+        await bridge.store.enqueue(sid, item, max_pending=bridge.settings.max_pending)
+    finally:
+        if live is not None:
+            live.forget(item.id)
+    live = bridge.live.get(sid)
+    if live is not None:
+        live.offer(item)
     return item.id
 
 

@@ -44,8 +44,10 @@ _DIRECT_BYTES = WRITE_LIMIT[1] - 16
 
 def _runs_long(message: Any) -> bool:
     """Whether a request (or any request of a batch) is one that streams and runs long."""
-    items = message if isinstance(message, list) else (message,)
-    return any(isinstance(m, dict) and m.get("method") in LONG_RUNNING_METHODS for m in items)
+    if type(message) is dict:
+        method = message.get("method")
+        return type(method) is str and method in LONG_RUNNING_METHODS
+    return isinstance(message, list) and any(_runs_long(m) for m in message if type(m) is dict)
 
 
 async def _close(ws: Any, code: int, reason: str, timeout: float) -> None:

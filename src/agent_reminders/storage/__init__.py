@@ -30,6 +30,7 @@ from .base import (
 from .memory import MemoryData, MemoryStore
 from .redis import RedisStore
 from .sqlite import SCHEMA_VERSION, SQLiteStore, Synchronous
+from .thread import StoreThread
 
 __all__ = [
     "MemoryData",
@@ -41,6 +42,7 @@ __all__ = [
     "SessionExistsError",
     "SessionInfo",
     "Store",
+    "StoreThread",
     "Synchronous",
     "UnknownSessionError",
     "open_store",

@@ -55,9 +55,12 @@ Status = Literal["pending", "delivered", "revoked"]
 EMPTY_DIGEST = ""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Compact, deterministic JSON (the form ``SessionState.to_json`` writes)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def chain(digest: str, rows: Iterable[str]) -> str:

@@ -30,6 +30,8 @@ class Waiters:
     def notify(self, session_id: str) -> None:
         """Wake the waiters of ``session_id`` that run in this thread (an ``anyio.Event``
         must not be set from another thread; those waiters poll)."""
+        if not self.waiting:  # nobody waits: the usual case (a waiter of this thread
+            return  # cannot be registering meanwhile; one of another thread polls)
         me = threading.get_ident()
         with self.lock:
             entries = list(self.waiting.get(session_id, ()))

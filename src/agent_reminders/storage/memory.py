@@ -35,8 +35,23 @@ class _Session:
     updated_at: float = 0.0
     touched: int = 0
     revision: int = 0  # bumped by every write of the session record (codec.Memo)
-    # insertion order is FIFO order; a row changes status in place
-    queue: dict[str, codec.QueueRow] = field(default_factory=dict)
+    # the pending items (insertion order is FIFO order) and the settled ids, as SQLite keeps
+    # them: a pending count, a drain, a wait look at the pending items only
+    pending: dict[str, codec.QueueRow] = field(default_factory=dict)
+    settled: dict[str, codec.Status] = field(default_factory=dict)
+
+    def row(self, item_id: str) -> codec.QueueRow | None:
+        """The item's row, pending or settled; ``None`` when the session never had it."""
+        found = self.pending.get(item_id)
+        if found is None and item_id in self.settled:
+            return codec.QueueRow(id=item_id, status=self.settled[item_id])
+        return found
+
+    def settle(self, item_id: str, status: codec.Status) -> None:
+        """Mark a pending (or unknown) id delivered or revoked."""
+        self.pending.pop(item_id, None)
+        self.settled[item_id] = status
+
     events: list[tuple[str, str, str]] = field(default_factory=list)
 
 
@@ -138,7 +153,8 @@ class MemoryStore(ClosingStore):
                 digest=writes.digest,
                 turn=plan.turn,
                 created_at=self.clock(),
-                queue={row.id: row for row in (*plan.items, *plan.settled)},
+                pending={row.id: row for row in plan.items},
+                settled={row.id: row.status for row in plan.settled},
             )
             self._touch(record)
             data.sessions[plan.session_id] = record
@@ -153,9 +169,8 @@ class MemoryStore(ClosingStore):
             if record is None:
                 return None
             head, messages, audit = record.head, list(record.messages), list(record.audit)
-            rows, revision, digest = list(record.queue.values()), record.revision, record.digest
-        pending = [r for r in rows if r.status == "pending"]
-        settled = [(r.id, r.status) for r in rows if r.status != "pending"]
+            pending, settled = list(record.pending.values()), list(record.settled.items())
+            revision, digest = record.revision, record.digest
         try:
             state = codec.join_state(head, messages, audit, pending, settled)
         except StateError as exc:
@@ -176,7 +191,7 @@ class MemoryStore(ClosingStore):
             record.digest = writes.digest
             record.head, record.turn = plan.head, plan.turn
             record.revision += 1
-            _merge_queue(record.queue, [*plan.items, *plan.settled])
+            _merge_queue(record, [*plan.items, *plan.settled])
             self._touch(record)
             revision = record.revision
         self._memo.wrote(plan, writes, revision)
@@ -233,13 +248,11 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             record = self._session(session_id)
-            if row.id in record.queue:
+            if row.id in record.pending or row.id in record.settled:
                 raise codec.duplicate_id(row.id)
-            if limit is not None:
-                waiting = sum(1 for r in record.queue.values() if r.status == "pending")
-                if waiting >= limit:
-                    raise codec.queue_full(limit)
-            record.queue[row.id] = row
+            if limit is not None and len(record.pending) >= limit:
+                raise codec.queue_full(limit)
+            record.pending[row.id] = row
             self._touch(record)
         data.waiters.notify(session_id)
         return row.id
@@ -248,7 +261,7 @@ class MemoryStore(ClosingStore):
         """The pending rows of 04 §3, FIFO."""
         data = self._open()
         with data.lock:
-            rows = [r for r in self._session(session_id).queue.values() if r.status == "pending"]
+            rows = list(self._session(session_id).pending.values())
         return codec.pending_rows([r.item() for r in rows])
 
     async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
@@ -257,9 +270,9 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             record = self._session(session_id)
-            taken = [r for r in record.queue.values() if r.status == "pending" and r.mode in wanted]
+            taken = [r for r in record.pending.values() if r.mode in wanted]
             for row in taken:
-                record.queue[row.id] = codec.QueueRow(id=row.id, status="delivered")
+                record.settle(row.id, "delivered")
             if taken:
                 self._touch(record)
         return [row.item() for row in taken]
@@ -270,9 +283,9 @@ class MemoryStore(ClosingStore):
         with data.lock:
             record = self._session(session_id)
             rid = codec.check_revoke_id(reminder_id)
-            status = codec.revoke_status(record.queue.get(rid), rid)
+            status = codec.revoke_status(record.row(rid), rid)
             if status == "revoked":
-                record.queue[rid] = codec.QueueRow(id=rid, status="revoked")
+                record.settle(rid, "revoked")
                 self._touch(record)
             return status
 
@@ -293,10 +306,8 @@ class MemoryStore(ClosingStore):
             with data.lock:
                 record = self._session(session_id)
                 return any(
-                    r.status == "pending"
-                    and (wanted is None or r.mode in wanted)
-                    and r.id not in ignore
-                    for r in record.queue.values()
+                    (wanted is None or r.mode in wanted) and r.id not in ignore
+                    for r in record.pending.values()
                 )
 
         return await data.waiters.wait(session_id, timeout, check, poll=self.poll_interval)
@@ -381,9 +392,12 @@ def _extend(rows: list[str], start: int | None, new: Sequence[str]) -> None:
     rows.extend(new)
 
 
-def _merge_queue(queue: dict[str, codec.QueueRow], incoming: list[codec.QueueRow]) -> None:
+def _merge_queue(record: _Session, incoming: list[codec.QueueRow]) -> None:
     for row in incoming:
-        current = queue.get(row.id)
-        merged = codec.merge_row(current, row)
-        if merged is not None:
-            queue[row.id] = merged
+        merged = codec.merge_row(record.row(row.id), row)
+        if merged is None:
+            continue
+        if merged.status == "pending":
+            record.pending[row.id] = merged
+        else:
+            record.settle(row.id, merged.status)

@@ -1,7 +1,7 @@
 """``SQLiteStore``: the embedded durable ``Store`` (spec 06 §1 and §2).
 
 One file in WAL mode, one connection per store object, owned by the store's own thread
-(``_thread.StoreThread``): every call runs there, in call order, so the event loop never
+(``storage.thread.StoreThread``): every call runs there, in call order, so the event loop never
 blocks on disk. Each public
 method is one transaction; the writes of a turn (``save_session``) and an acknowledged
 ``enqueue`` are committed before the call returns. Several store objects — in several
@@ -31,9 +31,9 @@ from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
-from ._thread import Call, StoreThread
 from ._wake import Waiters
 from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .thread import Call, StoreThread
 
 __all__ = ["MIGRATIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "SQLiteStore", "Synchronous"]
 
@@ -143,6 +143,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT (upserts)
 
 # a session's pending items, FIFO
 _PENDING = "SELECT item_id, kind, mode, payload FROM pending WHERE session_id = ?"
@@ -289,6 +290,11 @@ class SQLiteStore(ClosingStore):
     # -- opening ----------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise StoreError(
+                f"cannot use {self.path}: this Python's SQLite is {sqlite3.sqlite_version}; the "
+                f"session store needs {'.'.join(map(str, MIN_SQLITE))} or newer (upserts)"
+            )
         file = Path(self.path)
         if file.is_dir():
             raise StoreError(f"{self.path} is a directory, not a session store file")

@@ -1,11 +1,12 @@
 """The one thread that runs a store's blocking calls, so the event loop never waits on disk.
 
-A store that owns one blocking connection (``SQLiteStore``) hands every call to its own
-:class:`StoreThread`: calls run one at a time, in the order they were made, and the awaiting
-task is woken by one callback scheduled into its event loop. On asyncio that callback is
-``loop.call_soon_threadsafe``, which costs about half of a trip through ``anyio.to_thread``
-(which adds a ``concurrent.futures`` hand-off and a run-variable lookup per call); on any
-other anyio backend it is ``anyio.from_thread.run_sync``.
+A store that owns one blocking connection hands every call to its own :class:`StoreThread`
+(``SQLiteStore`` does; so can a backend of your own on a blocking driver): calls run one at a
+time, in the order they were made, and the awaiting task is woken by one callback scheduled
+into its event loop. On asyncio that callback is ``loop.call_soon_threadsafe`` resolving a
+future — about two thirds of the CPU of a trip through ``anyio.to_thread``, which adds a
+``concurrent.futures`` hand-off, a worker pool and a run-variable lookup per call; on any other
+anyio backend it is ``anyio.from_thread.run_sync`` setting an ``anyio.Event``.
 
 A call whose caller is cancelled before the thread takes it is not run; one the thread has
 taken runs to its end, and the caller leaves once it has (as with ``anyio.to_thread``).
@@ -45,26 +46,50 @@ Handback = Callable[[Callable[[Any], object], Any], object]
 GroupFn = Callable[[Sequence["Call[Any]"]], None]
 
 
-def _handback() -> Handback:
-    """The hand-back into the running event loop of this thread."""
-    try:
-        return asyncio.get_running_loop().call_soon_threadsafe
-    except RuntimeError:  # not asyncio: another anyio backend
-        token = anyio.lowlevel.current_token()
-        return lambda callback, arg: anyio.from_thread.run_sync(callback, arg, token=token)
+class _Flag:
+    """Set once, awaited by one task: an asyncio future on asyncio (what an ``anyio.Event``
+    wraps, without the event's waiter bookkeeping), an ``anyio.Event`` on other backends."""
+
+    __slots__ = ("event", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.future = None if loop is None else loop.create_future()
+        self.event = anyio.Event() if loop is None else None
+
+    def set(self) -> None:
+        if self.future is None:
+            self.event.set()  # type: ignore[union-attr]
+        elif not self.future.done():  # a cancelled wait has cancelled its future
+            self.future.set_result(None)
+
+    async def wait(self) -> None:
+        if self.future is None:
+            await self.event.wait()  # type: ignore[union-attr]
+        else:
+            await self.future
 
 
 class Call(Generic[T]):
     """One call waiting for (or run by) the thread. A grouped call carries ``arg`` for its
     group function, which may set ``error`` to fail the call alone."""
 
-    __slots__ = ("abandoned", "arg", "done", "error", "fn", "handback", "value")
+    __slots__ = ("abandoned", "arg", "done", "error", "finished", "fn", "handback", "loop", "value")
 
     def __init__(self, fn: Callable[[], T] | None, arg: Any) -> None:
         self.fn = fn
         self.arg = arg
-        self.handback = _handback()
-        self.done = anyio.Event()
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # another anyio backend
+            self.loop = None
+            token = anyio.lowlevel.current_token()
+            self.handback: Handback = lambda callback, arg: anyio.from_thread.run_sync(
+                callback, arg, token=token
+            )
+        else:
+            self.handback = self.loop.call_soon_threadsafe
+        self.done = _Flag(self.loop)
+        self.finished = False  # handed back (set in the caller's event loop)
         self.value: T | None = None
         self.error: BaseException | None = None
         self.abandoned = False  # the caller was cancelled: skip it unless already taken
@@ -77,8 +102,10 @@ class Call(Generic[T]):
             # runs to its end, and the caller leaves once it has, so nothing outlives the
             # caller unseen
             self.abandoned = True
-            with anyio.CancelScope(shield=True):
-                await self.done.wait()
+            if not self.finished:
+                self.done = _Flag(self.loop)  # the cancelled wait took the first one down
+                with anyio.CancelScope(shield=True):
+                    await self.done.wait()
             raise
         if self.error is not None:
             raise self.error
@@ -87,6 +114,7 @@ class Call(Generic[T]):
 
 def _wake(calls: Sequence[Call[Any]]) -> None:
     for call in calls:
+        call.finished = True
         call.done.set()
 
 
@@ -132,11 +160,11 @@ class StoreThread:
                 waiting.append(call)
         await call.result()
 
-    def waiting(self) -> int:
-        """How many jobs — single calls, or groups of calls — the thread has not taken yet
-        (for tests and diagnostics)."""
+    def waiting(self) -> bool:
+        """Whether a call was made that the thread has not taken yet (for tests and
+        diagnostics)."""
         with self._lock:
-            return self._jobs.qsize()
+            return bool(self._grouped) or not self._jobs.empty()
 
     def _put(self, job: Call[Any] | GroupFn) -> None:
         # under self._lock
