@@ -7,7 +7,7 @@ Two servers, each in its own subprocess started the same way (``python bench/bri
   temp dir (WAL, ``synchronous=NORMAL``, the default) behind ``serve_ws``, with the spec's
   default limits except the per-connection rate limit, raised so that it is not what we
   measure. ``session/remind`` answers only after ``SQLiteStore.enqueue`` has committed the row
-  (``bridge/reminders.py``: ``_store_item`` awaits ``store.enqueue``, whose transaction commits
+  (``bridge/reminders.py``: ``_queue`` awaits ``store.enqueue``, whose transaction commits
   before it returns, and only then does the dispatcher build the reply).
 - ``echo``: a bare ``websockets`` server sending every frame back, with the settings
   ``serve_ws`` gives its server (no permessage-deflate, the same frame and write limits): the
@@ -177,12 +177,16 @@ class Server:
         store: str = "sqlite",
         trace: bool = False,
         profile: Path | None = None,
+        tree: Path | None = None,
     ) -> None:
         self.kind = kind
         self.db = workdir / f"{kind}-{store}-{uuid.uuid4().hex[:8]}.db"
+        # another checkout of the project runs its own bench server with its own package
+        script = __file__ if tree is None else str(tree / "bench" / "bridge.py")
+        env = None if tree is None else dict(os.environ, PYTHONPATH=str(tree / "src"))
         command = [
             sys.executable,
-            __file__,
+            script,
             "--server",
             kind,
             "--store",
@@ -195,7 +199,7 @@ class Server:
         if profile is not None:
             command += ["--profile", str(profile)]
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -354,19 +358,23 @@ def _median_round(rounds: list[Round]) -> Round:
 
 
 async def throughput(
-    workdir: Path, rounds: int, requests: int, profile: Path | None
+    workdir: Path, rounds: int, requests: int, profile: Path | None, beside: Path | None = None
 ) -> tuple[dict[int, dict[str, Round]], int, int]:
-    """Median rounds per client count and server; reminders acknowledged and found stored."""
+    """Median rounds per client count and server (``before``: the bridge of the tree
+    ``beside``, when given); reminders acknowledged and found stored."""
     servers = {
         k: Server(k, workdir, profile=profile if k == "bridge" else None)
         for k in ("echo", "bridge")
     }
+    if beside is not None:
+        servers["before"] = Server("bridge", workdir, tree=beside)
     sessions: list[str] = []
+    elsewhere: list[str] = []  # the older tree's sessions (its file is not checked)
     acknowledged = 0
     try:
         for kind, server in servers.items():  # warm-up, not reported
             warm = await run_round(
-                server, 10, max(1, requests // 100), sessions if kind == "bridge" else []
+                server, 10, max(1, requests // 100), sessions if kind == "bridge" else elsewhere
             )
             acknowledged += warm.requests if kind == "bridge" else 0
         results: dict[int, dict[str, Round]] = {}
@@ -377,7 +385,10 @@ async def throughput(
                 for kind, server in servers.items():
                     got[kind].append(
                         await run_round(
-                            server, clients, per_client, sessions if kind == "bridge" else []
+                            server,
+                            clients,
+                            per_client,
+                            sessions if kind == "bridge" else elsewhere,
                         )
                     )
             acknowledged += sum(r.requests for r in got["bridge"])
@@ -453,6 +464,40 @@ def _table(results: dict[int, dict[str, Round]]) -> str:
     return "\n".join(lines)
 
 
+def _beside_table(results: dict[int, dict[str, Round]]) -> str:
+    lines = [
+        "| clients | before reminds/s | before p99 ms | before CPU µs/req | this reminds/s "
+        "| this p99 ms | this CPU µs/req | this ÷ before |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for clients, row in results.items():
+        b, o = row["bridge"], row["before"]
+        lines.append(
+            f"| {clients} | {o.throughput:,.0f} | {o.p99_ms:.2f} | {o.cpu_us:.0f} "
+            f"| {b.throughput:,.0f} | {b.p99_ms:.2f} | {b.cpu_us:.0f} "
+            f"| **{b.throughput / o.throughput:.2f}** |"
+        )
+    return "\n".join(lines)
+
+
+def _beside_note(results: dict[int, dict[str, Round]], tree: Path) -> list[str]:
+    """The older tree's bridge, measured in the same rounds."""
+    revision = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return [
+        "",
+        f"The same rounds also ran the bridge of an older tree (`{revision or tree.name}`, "
+        "its own `bench/bridge.py --server bridge` on its own package), alternating with the "
+        "two servers above:",
+        "",
+        _beside_table(results),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=("echo", "bridge"), help=argparse.SUPPRESS)
@@ -472,6 +517,12 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, help="idle sessions for the memory figure")
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--beside",
+        type=Path,
+        help="an older checkout of this project (e.g. git worktree add ../before REV): its "
+        "bridge runs in the same alternating rounds, and the table compares the two",
+    )
     args = parser.parse_args()
     if args.server is not None:
         return server_main(args.server, args.store, args.db, args.trace, args.profile)
@@ -482,7 +533,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         results, acknowledged, stored = anyio.run(
-            throughput, workdir, rounds, requests, args.profile
+            throughput, workdir, rounds, requests, args.profile, args.beside
         )
         measured = {
             (store, key): anyio.run(idle_memory, workdir, store, sessions, key == "traced")
@@ -502,6 +553,7 @@ def main() -> int:
                 "bridge": asdict(row["bridge"]),
                 "echo": asdict(row["echo"]),
                 "ratio": row["bridge"].throughput / row["echo"].throughput,
+                **({"before": asdict(row["before"])} if "before" in row else {}),
             }
             for c, row in results.items()
         },
@@ -550,6 +602,7 @@ def main() -> int:
             f"(split among the clients).",
             "",
             table,
+            *(_beside_note(results, args.beside) if args.beside is not None else []),
             "",
             f"Frames: requests up to {sizes['bridge'][0]} bytes; replies up to "
             f"{sizes['bridge'][1]} bytes from the bridge, {sizes['echo'][1]} from the echo server "

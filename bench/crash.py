@@ -75,7 +75,7 @@ def report(figures: Figures, seconds: float, seed: int) -> str:
         "`save_session` writes only what the turn added (`bench/store_save.py`); what still "
         "slows the rate as the session grows is the `load_session` each prompt starts with "
         "(the bridge loads the session for every prompt, and every round is a new process): "
-        "parsing the whole history, in the store's worker thread but holding the GIL, some "
+        "parsing the whole history, in the store's own thread but holding the GIL, some "
         "100 ms at 20,000 reminders. Before the save wrote only what changed, each save also "
         "serialised the whole `SessionState` on the event loop and read every queue row ever "
         "written, and the rate fell by about 70% within 30 rounds (627 → 182 per second on "

@@ -9,7 +9,7 @@ way the bridge does, and then run for a number of quiet turns: each turn a remin
 queued and delivered, a user and an assistant message are appended, and the turn is saved
 (only ``save_session`` is timed). A second pass runs the same turns with a ticker on the
 event loop and reports the longest the loop was held up during a save (the JSON work of a
-save belongs in the store's worker thread, not on the loop).
+save belongs in the store's own thread, not on the loop).
 
 Prints median and p99 per size, the growth ratio t(10k)/t(100) per store and the loop stall;
 writes bench/results.md. ``--json`` prints the medians as JSON instead, and ``--before FILE``

@@ -99,7 +99,8 @@ def test_side_by_side_benchmark_runs(tmp_path: Path) -> None:
 
 def test_bridge_benchmark_runs(tmp_path: Path) -> None:
     """bench/bridge.py end to end with tiny rounds: real servers in subprocesses, real
-    WebSocket clients; the figures have their shape and every acknowledged remind is stored."""
+    WebSocket clients; the figures have their shape and every acknowledged remind is stored.
+    ``--beside`` runs another checkout's bridge in the same rounds (this one stands in)."""
     out = tmp_path / "results.md"
     done = subprocess.run(
         [
@@ -114,6 +115,8 @@ def test_bridge_benchmark_runs(tmp_path: Path) -> None:
             "--json",
             "--output",
             str(out),
+            "--beside",
+            str(ROOT),
         ],
         capture_output=True,
         text=True,
@@ -124,7 +127,7 @@ def test_bridge_benchmark_runs(tmp_path: Path) -> None:
     figures = json.loads(done.stdout)
     assert sorted(figures["clients"], key=int) == ["1", "10", "50"]
     for row in figures["clients"].values():
-        for kind in ("bridge", "echo"):
+        for kind in ("bridge", "echo", "before"):
             assert row[kind]["throughput"] > 0
             assert 0 < row[kind]["p50_ms"] <= row[kind]["p99_ms"]
         assert row["ratio"] == row["bridge"]["throughput"] / row["echo"]["throughput"]
@@ -134,6 +137,7 @@ def test_bridge_benchmark_runs(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert "## Bridge over WebSocket (`bench/bridge.py`)" in text
     assert "| clients | bridge reminds/s |" in text
+    assert "| clients | before reminds/s |" in text
     assert "| `MemoryStore` |" in text
 
 
