@@ -3,6 +3,8 @@ cancellation, its idle end, and ``SQLiteStore`` on anyio's other backend (trio).
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,3 +165,26 @@ async def test_the_sqlite_store_runs_on_trio(tmp_path: Path) -> None:
         drained = await store.drain("s1", ["finish_step"])
         assert {i.id for i in drained} == {i.id for i in items}
         assert await store.pending("s1") == []
+
+
+def test_a_forked_child_gets_a_thread_of_its_own() -> None:
+    """The parent's thread is not in a forked child: the child's first call starts one
+    (instead of queueing behind a thread that does not exist there)."""
+    thread = StoreThread("forked")
+    assert anyio.run(thread.run, lambda: 1) == 1  # the parent's thread is running
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one call on the same object, then leave at once
+        os.close(read)
+        signal.alarm(20)  # a call that never returns ends the child, and the test fails
+        try:
+            answer = anyio.run(thread.run, lambda: b"child ran")
+        except BaseException as exc:  # reported to the parent
+            answer = repr(exc).encode()
+        os.write(write, answer)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        got = pipe.read()  # the child writes, then exits: the pipe ends either way
+    os.waitpid(pid, 0)
+    assert got == b"child ran"

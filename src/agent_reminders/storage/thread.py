@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -46,27 +48,26 @@ Handback = Callable[[Callable[[Any], object], Any], object]
 GroupFn = Callable[[Sequence["Call[Any]"]], None]
 
 
-class _Flag:
-    """Set once, awaited by one task: an asyncio future on asyncio (what an ``anyio.Event``
-    wraps, without the event's waiter bookkeeping), an ``anyio.Event`` on other backends."""
+class _FutureFlag:
+    """Set once, awaited by one task, on asyncio: a future (what an ``anyio.Event`` wraps,
+    without the event's waiter bookkeeping)."""
 
-    __slots__ = ("event", "future")
+    __slots__ = ("future",)
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.future = None if loop is None else loop.create_future()
-        self.event = anyio.Event() if loop is None else None
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.future = loop.create_future()
 
     def set(self) -> None:
-        if self.future is None:
-            self.event.set()  # type: ignore[union-attr]
-        elif not self.future.done():  # a cancelled wait has cancelled its future
+        if not self.future.done():  # a cancelled wait has cancelled its future
             self.future.set_result(None)
 
     async def wait(self) -> None:
-        if self.future is None:
-            await self.event.wait()  # type: ignore[union-attr]
-        else:
-            await self.future
+        await self.future
+
+
+def _flag(loop: asyncio.AbstractEventLoop | None) -> _FutureFlag | anyio.Event:
+    """What a call's caller waits on: a future on asyncio, an ``anyio.Event`` elsewhere."""
+    return anyio.Event() if loop is None else _FutureFlag(loop)
 
 
 class Call(Generic[T]):
@@ -88,13 +89,15 @@ class Call(Generic[T]):
             )
         else:
             self.handback = self.loop.call_soon_threadsafe
-        self.done = _Flag(self.loop)
+        self.done = _flag(self.loop)
         self.finished = False  # handed back (set in the caller's event loop)
         self.value: T | None = None
         self.error: BaseException | None = None
         self.abandoned = False  # the caller was cancelled: skip it unless already taken
 
     async def result(self) -> T:
+        """Wait until the thread ran (or skipped) the call: its value, or the exception it
+        raised or its group set."""
         try:
             await self.done.wait()
         except BaseException:
@@ -103,13 +106,13 @@ class Call(Generic[T]):
             # caller unseen
             self.abandoned = True
             if not self.finished:
-                self.done = _Flag(self.loop)  # the cancelled wait took the first one down
+                self.done = _flag(self.loop)  # the cancelled wait took the first one down
                 with anyio.CancelScope(shield=True):
                     await self.done.wait()
             raise
         if self.error is not None:
             raise self.error
-        return self.value  # type: ignore[return-value]
+        return cast(T, self.value)
 
 
 def _wake(calls: Sequence[Call[Any]]) -> None:
@@ -132,6 +135,12 @@ class StoreThread:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._forget()
+        _THREADS.add(self)
+
+    def _forget(self) -> None:
+        """No thread and nothing queued (new, or a forked child: the parent's thread and
+        the callers of its calls are not in the child)."""
         # a job is one call, or a group function whose calls wait in ``_grouped``
         self._jobs: queue.SimpleQueue[Call[Any] | GroupFn] = queue.SimpleQueue()
         self._grouped: dict[GroupFn, list[Call[Any]]] = {}
@@ -188,9 +197,9 @@ class StoreThread:
         while (job := self._next()) is not None:
             if isinstance(job, Call):
                 batch = [job]
-                if not job.abandoned:
+                if not job.abandoned and job.fn is not None:
                     try:
-                        job.value = job.fn()  # type: ignore[misc]
+                        job.value = job.fn()
                     except BaseException as exc:  # handed to the caller
                         job.error = exc
             else:
@@ -216,3 +225,14 @@ class StoreThread:
                 handback(_wake, calls)
             except RuntimeError:  # the caller's event loop is closed: nobody is waiting
                 log.debug("a store call finished after its event loop closed", exc_info=True)
+
+
+_THREADS: weakref.WeakSet[StoreThread] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for thread in list(_THREADS):
+        thread._forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
