@@ -212,7 +212,7 @@ def test_import_agent_reminders_imports_no_anyio() -> None:
 def test_anyio_is_a_core_dependency() -> None:
     text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8")
     dependencies = text.split("dependencies = [", 1)[1].split("]", 1)[0]
-    assert '"anyio>=4.4"' in dependencies
+    assert '"anyio>=4.11"' in dependencies
 
 
 # ---------------------------------------------------------------- FunctionModel

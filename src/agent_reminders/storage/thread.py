@@ -135,12 +135,13 @@ class StoreThread:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._forget()
+        self.after_fork()
         _THREADS.add(self)
 
-    def _forget(self) -> None:
-        """No thread and nothing queued (new, or a forked child: the parent's thread and
-        the callers of its calls are not in the child)."""
+    def after_fork(self) -> None:
+        """Start over with no thread and nothing queued: what a forked child does (every
+        ``StoreThread`` is registered with ``os.register_at_fork``), because the parent's
+        thread and the callers of its queued calls are not in the child."""
         # a job is one call, or a group function whose calls wait in ``_grouped``
         self._jobs: queue.SimpleQueue[Call[Any] | GroupFn] = queue.SimpleQueue()
         self._grouped: dict[GroupFn, list[Call[Any]]] = {}
@@ -232,7 +233,7 @@ _THREADS: weakref.WeakSet[StoreThread] = weakref.WeakSet()
 
 def _forget_in_child() -> None:
     for thread in list(_THREADS):
-        thread._forget()
+        thread.after_fork()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
