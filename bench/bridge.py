@@ -14,10 +14,16 @@ Two servers, each in its own subprocess started the same way (``python bench/bri
   ceiling of the stack (this Python, this event loop, this websockets, this client) on this
   machine.
 
-The same client code drives both with the same request frames: 1, 10 and 50 connections, each
-with one request outstanding (send, wait for the reply, send the next). Rounds alternate
-(echo, bridge, echo, bridge, ...); the table holds the medians over rounds. A client moves to
-a fresh session every ``SESSION_ROOM`` reminders, so no queue reaches its pending limit.
+A third server runs the same bridge on ``MemoryStore`` (nothing durable, no store thread):
+what is left of the bridge's cost without the disk. With ``--beside TREE``, a fourth runs the
+bridge of an older checkout (its own ``bench/bridge.py --server bridge`` with
+``PYTHONPATH=TREE/src``), so the two trees are compared in the same rounds.
+
+The same client code drives them all with the same request frames: 1, 10 and 50 connections,
+each with one request outstanding (send, wait for the reply, send the next). Rounds alternate
+(echo, bridge, in memory[, before], echo, ...); the tables hold the medians over rounds. A
+client moves to a fresh session every ``SESSION_ROOM`` reminders, so no queue reaches its
+pending limit.
 
 Memory: a fresh bridge server gets 1,000 sessions through ``session/new``, each with two
 reminders and two prompts (a model that answers at once; about five messages per session),
@@ -25,7 +31,8 @@ then sits idle; its RSS growth (and, in a second run under tracemalloc, its Pyth
 growth) is divided by the number of sessions. Once on the ``SQLiteStore`` (sessions live in
 the file) and once on ``MemoryStore`` (sessions live in the process).
 
-Run: make bench  (or: python bench/bridge.py [--quick] [--json] [--rounds N] [--requests N])
+Run: make bench  (or: python bench/bridge.py [--quick] [--json] [--rounds N] [--requests N]
+[--beside ../before])
 """
 
 from __future__ import annotations
@@ -366,10 +373,12 @@ async def throughput(
         k: Server(k, workdir, profile=profile if k == "bridge" else None)
         for k in ("echo", "bridge")
     }
+    # the same bridge with nothing durable and no store thread: what the disk costs
+    servers["memory"] = Server("bridge", workdir, store="memory")
     if beside is not None:
         servers["before"] = Server("bridge", workdir, tree=beside)
     sessions: list[str] = []
-    elsewhere: list[str] = []  # the older tree's sessions (its file is not checked)
+    elsewhere: list[str] = []  # sessions of the other bridges (their files are not checked)
     acknowledged = 0
     try:
         for kind, server in servers.items():  # warm-up, not reported
@@ -464,6 +473,21 @@ def _table(results: dict[int, dict[str, Round]]) -> str:
     return "\n".join(lines)
 
 
+def _memory_table(results: dict[int, dict[str, Round]]) -> str:
+    lines = [
+        "| clients | on `MemoryStore` reminds/s | p99 ms | server CPU µs/req | ÷ echo "
+        "| durable ÷ in memory |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for clients, row in results.items():
+        m, b, e = row["memory"], row["bridge"], row["echo"]
+        lines.append(
+            f"| {clients} | {m.throughput:,.0f} | {m.p99_ms:.2f} | {m.cpu_us:.0f} "
+            f"| {m.throughput / e.throughput:.2f} | {b.throughput / m.throughput:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def _beside_table(results: dict[int, dict[str, Round]]) -> str:
     lines = [
         "| clients | before reminds/s | before p99 ms | before CPU µs/req | this reminds/s "
@@ -553,6 +577,7 @@ def main() -> int:
                 "bridge": asdict(row["bridge"]),
                 "echo": asdict(row["echo"]),
                 "ratio": row["bridge"].throughput / row["echo"].throughput,
+                "memory": asdict(row["memory"]),
                 **({"before": asdict(row["before"])} if "before" in row else {}),
             }
             for c, row in results.items()
@@ -602,6 +627,12 @@ def main() -> int:
             f"(split among the clients).",
             "",
             table,
+            "",
+            "The same rounds ran the same bridge on `MemoryStore` too (nothing durable, no store "
+            "thread: each remind validated, encoded and queued in memory), which shows what the "
+            "durable commit and its thread hand-off cost:",
+            "",
+            _memory_table(results),
             *(_beside_note(results, args.beside) if args.beside is not None else []),
             "",
             f"Frames: requests up to {sizes['bridge'][0]} bytes; replies up to "

@@ -127,7 +127,7 @@ def test_bridge_benchmark_runs(tmp_path: Path) -> None:
     figures = json.loads(done.stdout)
     assert sorted(figures["clients"], key=int) == ["1", "10", "50"]
     for row in figures["clients"].values():
-        for kind in ("bridge", "echo", "before"):
+        for kind in ("bridge", "echo", "memory", "before"):
             assert row[kind]["throughput"] > 0
             assert 0 < row[kind]["p50_ms"] <= row[kind]["p99_ms"]
         assert row["ratio"] == row["bridge"]["throughput"] / row["echo"]["throughput"]
@@ -138,6 +138,7 @@ def test_bridge_benchmark_runs(tmp_path: Path) -> None:
     assert "## Bridge over WebSocket (`bench/bridge.py`)" in text
     assert "| clients | bridge reminds/s |" in text
     assert "| clients | before reminds/s |" in text
+    assert "| clients | on `MemoryStore` reminds/s |" in text
     assert "| `MemoryStore` |" in text
 
 
