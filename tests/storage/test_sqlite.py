@@ -469,7 +469,8 @@ async def test_a_cancelled_enqueue_leaves_the_others_going(tmp_path: Path) -> No
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(enqueue, 0)
-        with anyio.fail_after(10):  # the store's thread has taken call 0 (and waits to write)
+        await anyio.wait_all_tasks_blocked()  # call 0 is made
+        with anyio.fail_after(10):  # the store's thread has taken it (and waits to write)
             while store._thread.waiting():
                 await anyio.sleep(0.001)
         for i in range(1, len(items)):

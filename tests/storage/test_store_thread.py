@@ -23,7 +23,9 @@ pytestmark = pytest.mark.anyio
 
 
 async def until_taken(thread: StoreThread) -> None:
-    """Wait until the thread has taken every call made so far."""
+    """Wait until the tasks started so far have made their calls and the thread has taken
+    every one."""
+    await anyio.wait_all_tasks_blocked()
     with anyio.fail_after(10):
         while thread.waiting():
             await anyio.sleep(0.001)
