@@ -516,7 +516,7 @@ def _beside_note(results: dict[int, dict[str, Round]], tree: Path) -> list[str]:
         "",
         f"The same rounds also ran the bridge of an older tree (`{revision or tree.name}`, "
         "its own `bench/bridge.py --server bridge` on its own package), alternating with the "
-        "two servers above:",
+        "servers above:",
         "",
         _beside_table(results),
     ]
