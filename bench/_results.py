@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("results.md")
@@ -21,6 +22,16 @@ def machine() -> str:
     except OSError:
         pass
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table: the first column left-aligned, the others (figures) right-aligned."""
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---:"] * len(header)) + "|",
+        *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows),
+    ]
+    return "\n".join(lines)
 
 
 def write_section(title: str, body: str, path: Path = RESULTS) -> None:

@@ -58,7 +58,7 @@ import anyio
 import anyio.to_thread
 from websockets.asyncio.client import ClientConnection, connect
 
-from _results import RESULTS, machine, write_section
+from _results import RESULTS, machine, table, write_section
 from agent_reminders import ModelRequest, ModelResponse
 from agent_reminders.bridge import Bridge, BridgeSettings
 from agent_reminders.bridge.auth import Scope
@@ -458,50 +458,65 @@ async def idle_memory(
 
 
 def _table(results: dict[int, dict[str, Round]]) -> str:
-    lines = [
-        "| clients | bridge reminds/s | p50 ms | p99 ms | server CPU µs/req | echo msgs/s "
-        "| echo p50 ms | echo p99 ms | echo CPU µs/req | bridge ÷ echo |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for clients, row in results.items():
         b, e = row["bridge"], row["echo"]
-        lines.append(
-            f"| {clients} | {b.throughput:,.0f} | {b.p50_ms:.2f} | {b.p99_ms:.2f} | {b.cpu_us:.0f} "
-            f"| {e.throughput:,.0f} | {e.p50_ms:.2f} | {e.p99_ms:.2f} | {e.cpu_us:.0f} "
-            f"| **{b.throughput / e.throughput:.2f}** |"
+        rows.append(
+            (
+                clients,
+                f"{b.throughput:,.0f}",
+                f"{b.p50_ms:.2f}",
+                f"{b.p99_ms:.2f}",
+                f"{b.cpu_us:.0f}",
+                f"{e.throughput:,.0f}",
+                f"{e.p50_ms:.2f}",
+                f"{e.p99_ms:.2f}",
+                f"{e.cpu_us:.0f}",
+                f"**{b.throughput / e.throughput:.2f}**",
+            )
         )
-    return "\n".join(lines)
+    header = ("clients", "bridge reminds/s", "p50 ms", "p99 ms", "server CPU µs/req")
+    header += ("echo msgs/s", "echo p50 ms", "echo p99 ms", "echo CPU µs/req", "bridge ÷ echo")
+    return table(header, rows)
 
 
 def _memory_table(results: dict[int, dict[str, Round]]) -> str:
-    lines = [
-        "| clients | on `MemoryStore` reminds/s | p99 ms | server CPU µs/req | ÷ echo "
-        "| durable ÷ in memory |",
-        "|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for clients, row in results.items():
         m, b, e = row["memory"], row["bridge"], row["echo"]
-        lines.append(
-            f"| {clients} | {m.throughput:,.0f} | {m.p99_ms:.2f} | {m.cpu_us:.0f} "
-            f"| {m.throughput / e.throughput:.2f} | {b.throughput / m.throughput:.2f} |"
+        rows.append(
+            (
+                clients,
+                f"{m.throughput:,.0f}",
+                f"{m.p99_ms:.2f}",
+                f"{m.cpu_us:.0f}",
+                f"{m.throughput / e.throughput:.2f}",
+                f"{b.throughput / m.throughput:.2f}",
+            )
         )
-    return "\n".join(lines)
+    header = ("clients", "on `MemoryStore` reminds/s", "p99 ms", "server CPU µs/req")
+    return table((*header, "÷ echo", "durable ÷ in memory"), rows)
 
 
 def _beside_table(results: dict[int, dict[str, Round]]) -> str:
-    lines = [
-        "| clients | before reminds/s | before p99 ms | before CPU µs/req | this reminds/s "
-        "| this p99 ms | this CPU µs/req | this ÷ before |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for clients, row in results.items():
         b, o = row["bridge"], row["before"]
-        lines.append(
-            f"| {clients} | {o.throughput:,.0f} | {o.p99_ms:.2f} | {o.cpu_us:.0f} "
-            f"| {b.throughput:,.0f} | {b.p99_ms:.2f} | {b.cpu_us:.0f} "
-            f"| **{b.throughput / o.throughput:.2f}** |"
+        rows.append(
+            (
+                clients,
+                f"{o.throughput:,.0f}",
+                f"{o.p99_ms:.2f}",
+                f"{o.cpu_us:.0f}",
+                f"{b.throughput:,.0f}",
+                f"{b.p99_ms:.2f}",
+                f"{b.cpu_us:.0f}",
+                f"**{b.throughput / o.throughput:.2f}**",
+            )
         )
-    return "\n".join(lines)
+    header = ("clients", "before reminds/s", "before p99 ms", "before CPU µs/req")
+    header += ("this reminds/s", "this p99 ms", "this CPU µs/req", "this ÷ before")
+    return table(header, rows)
 
 
 def _beside_note(results: dict[int, dict[str, Round]], tree: Path) -> list[str]:

@@ -148,19 +148,17 @@ def downgrade(path: Path, version: int) -> None:
     later migrations added (what they add is checked to be all they add)."""
     db = sqlite3.connect(path)
     if version < 4:  # 3 -> 4: the queue split into pending and settled, the activity counter
+        # schema 3's queue table and indexes, as the released migrations made them
+        released = [
+            step
+            for step in MIGRATIONS[0]
+            if step.startswith(("CREATE TABLE queue", "CREATE INDEX queue_by_status"))
+        ]
+        assert len(released) == 2
+        for statement in released:
+            db.execute(statement)
         db.executescript(
             """
-            CREATE TABLE queue (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                session_id TEXT NOT NULL REFERENCES sessions (session_id),
-                item_id TEXT NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'revoked')),
-                kind TEXT,
-                mode TEXT,
-                payload TEXT,
-                UNIQUE (session_id, item_id)
-            );
-            CREATE INDEX queue_by_status ON queue (session_id, status, seq);
             INSERT INTO queue (session_id, item_id, status)
                 SELECT session_id, item_id, status FROM settled;
             INSERT INTO queue (session_id, item_id, status, kind, mode, payload)
@@ -172,9 +170,10 @@ def downgrade(path: Path, version: int) -> None:
             DROP TABLE pending;
             DROP TABLE settled;
             DROP TABLE activity;
-            CREATE INDEX sessions_by_activity ON sessions (touched);
             """
         )
+        [activity_index] = [s for s in MIGRATIONS[0] if "sessions_by_activity" in s]
+        db.execute(activity_index)
     if version < 3:  # 2 -> 3: audit rows, the session revision
         db.execute("DROP TABLE audit")
         db.execute("ALTER TABLE sessions DROP COLUMN revision")
