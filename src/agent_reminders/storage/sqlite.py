@@ -676,12 +676,11 @@ class SQLiteStore(ClosingStore):
         return row.id
 
     def _enqueue_group(self, calls: Sequence[Call[Any]]) -> None:
-        self._on_db(lambda db: self._enqueue_all(db, [call.arg for call in calls], calls))
+        self._on_db(lambda db: self._enqueue_all(db, calls))
 
-    def _enqueue_all(
-        self, db: sqlite3.Connection, jobs: Sequence[_Enqueue], calls: Sequence[Call[Any]]
-    ) -> None:
-        """Insert the rows of ``jobs`` (one per call of ``calls``) in one transaction.
+    def _enqueue_all(self, db: sqlite3.Connection, calls: Sequence[Call[Any]]) -> None:
+        """Insert the rows of ``calls`` (each call's ``arg`` an ``_Enqueue``) in one
+        transaction.
 
         A refused row (unknown session, id already used, queue full) is left out and fails
         only its own call. A group costs a handful of statements whatever its size — the
@@ -689,6 +688,7 @@ class SQLiteStore(ClosingStore):
         ``_CHUNK`` rows), the counter's new value — because each statement gives up the GIL
         and must win it back from the event loop; and one row and one index entry per item,
         the pages a commit writes."""
+        jobs: list[_Enqueue] = [call.arg for call in calls]
         with _transaction(db):
             last, version = db.execute(_ACTIVITY_AND_VERSION).fetchone()
             counts = self._pending.take(db, version)
@@ -997,7 +997,8 @@ def _write_history(db: sqlite3.Connection, sid: str, writes: codec.Writes) -> No
         _insert_rows(db, table, sid, start or 0, rows)
 
 
-_CHUNK = 64  # rows per statement: 5 parameters each, under SQLite's oldest limit of 999
+# rows per statement: at most 7 parameters a row, 448 in all, under SQLite's oldest limit of 999
+_CHUNK = 64
 
 
 def _chunks(rows: Sequence[T]) -> Iterator[Sequence[T]]:
