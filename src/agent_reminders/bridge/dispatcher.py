@@ -110,10 +110,7 @@ class Dispatcher:
         self, message: Any, connection: Any, *, limiter: TokenBucket | None = None
     ) -> str | None:
         """The second half of :meth:`handle_frame`: the reply text to a decoded message."""
-        if type(message) is dict:  # a single request, the usual case
-            reply: Any = await self._one(message, connection, limiter)
-        else:
-            reply = await self.handle_message(message, connection, limiter=limiter)
+        reply = await self.handle_message(message, connection, limiter=limiter)
         if reply is None:
             return None
         try:

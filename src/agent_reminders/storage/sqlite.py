@@ -147,16 +147,9 @@ MIN_SQLITE = (3, 24, 0)  # INSERT ... ON CONFLICT (upserts)
 
 # a session's pending items, FIFO
 _PENDING = "SELECT item_id, kind, mode, payload FROM pending WHERE session_id = ?"
-_INSERT_PENDING = (
-    "INSERT INTO pending (seq, session_id, item_id, queued_at, kind, mode, payload) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
 # the activity counter, and the file's data_version (see _PendingCounts), in one statement
 _ACTIVITY_AND_VERSION = "SELECT last, (SELECT data_version FROM pragma_data_version) FROM activity"
-_TOUCH = (
-    "UPDATE sessions SET updated_at = ?, touched = (SELECT last + 1 FROM activity) "
-    "WHERE session_id = ?"
-)
+_TOUCH = "UPDATE sessions SET updated_at = ?, touched = ? WHERE session_id = ?"
 # every session with its activity: the larger of its touched and its newest pending seq
 _BY_ACTIVITY = (
     "SELECT s.session_id, s.created_at, "
@@ -424,23 +417,16 @@ class SQLiteStore(ClosingStore):
 
     def _touch(self, db: sqlite3.Connection, session_id: str) -> None:
         """Make a write to the session its latest activity (``list_sessions`` order)."""
-        db.execute(_TOUCH, (self.clock(), session_id))
-        _take_activity(db, 1)
+        db.execute(_TOUCH, (self.clock(), _take_activity(db, 1), session_id))
 
     def _insert_pending(
-        self, db: sqlite3.Connection, sid: str, rows: Sequence[codec.QueueRow], sql: str
+        self, db: sqlite3.Connection, sid: str, rows: Sequence[codec.QueueRow], *, skip: bool
     ) -> None:
-        """Queue ``rows`` for ``sid`` (with ``sql``: ``_INSERT_PENDING`` or a variant), each
-        taking the next activity value as its seq."""
+        """Queue ``rows`` for ``sid``, each taking the next activity value as its seq
+        (``skip``: an id the session has pending already is left as it is)."""
         if rows:
-            first, now = _take_activity(db, len(rows)), self.clock()
-            db.executemany(
-                sql,
-                [
-                    (first + i, sid, r.id, now, r.kind, r.mode, r.payload)
-                    for i, r in enumerate(rows)
-                ],
-            )
+            first = _take_activity(db, len(rows))
+            _queue_pending(db, [(sid, r) for r in rows], first, self.clock(), skip=skip)
 
     def _item(self, row: codec.QueueRow) -> QueueItem:
         try:
@@ -477,7 +463,7 @@ class SQLiteStore(ClosingStore):
                     ),
                 )
                 _write_history(db, sid, writes)
-                self._insert_pending(db, sid, plan.items, _INSERT_PENDING)
+                self._insert_pending(db, sid, plan.items, skip=False)
                 db.executemany(
                     "INSERT INTO settled VALUES (?, ?, ?)",
                     [(sid, r.id, r.status) for r in plan.settled],
@@ -562,12 +548,7 @@ class SQLiteStore(ClosingStore):
                 # lack: an item it never saw is queued (unless it settled it already); an id
                 # the state settled is settled unless the store settled it first
                 unsettled = [r for r in plan.items if _settled_row(db, sid, r.id) is None]
-                self._insert_pending(
-                    db,
-                    sid,
-                    unsettled,
-                    f"{_INSERT_PENDING} ON CONFLICT (session_id, item_id) DO NOTHING",
-                )
+                self._insert_pending(db, sid, unsettled, skip=True)
                 db.executemany(
                     "DELETE FROM pending WHERE session_id = ? AND item_id = ?",
                     [(sid, r.id) for r in plan.settled],
@@ -711,16 +692,11 @@ class SQLiteStore(ClosingStore):
                     accepted.append(job)
                     if sid in counts:
                         counts[sid] += 1
-            now, seq = self.clock(), last
-            for chunk in _chunks(accepted):
-                values: list[Any] = []
-                for j in chunk:
-                    seq += 1
-                    row = j.row
-                    values += (seq, j.session_id, row.id, now, row.kind, row.mode, row.payload)
-                db.execute(_insert_pending_sql(len(chunk)), values)
             if accepted:
-                db.execute("UPDATE activity SET last = ?", (seq,))
+                # the counter was read with the version above: taken here without reading
+                entries = [(j.session_id, j.row) for j in accepted]
+                _queue_pending(db, entries, last + 1, self.clock(), skip=False)
+                db.execute("UPDATE activity SET last = ?", (last + len(accepted),))
         self._pending.keep(db, version)
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
@@ -1046,10 +1022,33 @@ def _pending_counts(db: sqlite3.Connection, sessions: Sequence[str]) -> dict[str
     return counts
 
 
-@functools.lru_cache(maxsize=_CHUNK)
-def _insert_pending_sql(n: int) -> str:
-    """``_INSERT_PENDING`` for ``n`` rows in one statement."""
-    return _INSERT_PENDING + ", (?, ?, ?, ?, ?, ?, ?)" * (n - 1)
+@functools.lru_cache(maxsize=2 * _CHUNK)
+def _insert_pending_sql(n: int, skip: bool) -> str:
+    rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * n)
+    return (
+        "INSERT INTO pending (seq, session_id, item_id, queued_at, kind, mode, payload) "
+        f"VALUES {rows}" + (" ON CONFLICT (session_id, item_id) DO NOTHING" if skip else "")
+    )
+
+
+def _queue_pending(
+    db: sqlite3.Connection,
+    entries: Sequence[tuple[str, codec.QueueRow]],
+    first: int,
+    now: float,
+    *,
+    skip: bool,
+) -> None:
+    """Insert ``(session, row)`` entries into ``pending`` with the seqs ``first``, ``first``
+    + 1, …, one statement per ``_CHUNK`` rows (``skip``: an id its session has pending
+    already is left as it is)."""
+    seq = first
+    for chunk in _chunks(entries):
+        values: list[Any] = []
+        for sid, row in chunk:
+            values += (seq, sid, row.id, now, row.kind, row.mode, row.payload)
+            seq += 1
+        db.execute(_insert_pending_sql(len(chunk), skip), values)
 
 
 def _settle(db: sqlite3.Connection, sid: str, item_ids: Sequence[str], status: str) -> None:
