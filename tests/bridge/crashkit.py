@@ -18,9 +18,10 @@ delay, then check the file it left:
 - after the restart, ``session/pending_injections`` on the new server lists exactly what the
   public ``SQLiteStore`` read from the file.
 
-A server killed mid-prompt leaves its lease on the session (06 §3): the next server's prompts
-are refused with ``-32006`` naming the dead worker until the lease expires, so the servers run
-with a short ``lease_seconds`` and those refusals are counted (``busy``), not failures.
+A server killed mid-prompt leaves its lease on the session; the next server on this machine
+takes it over at once (the dead worker's process is gone). Should a refusal ``-32006`` naming
+an earlier server still come (a takeover that could not be proven safe), the servers run with
+a short ``lease_seconds`` and those refusals are counted (``busy``), not failures.
 
 ``tests/bridge/test_crash.py`` runs a few dozen rounds, ``bench/crash.py`` a hundred and
 more and reports the figures.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -85,6 +86,11 @@ class Worker:
         """SIGKILL: no release, no last save."""
         assert self.client.process is not None
         self.client.process.kill()
+
+    def stall(self) -> None:
+        """SIGSTOP: alive but renewing nothing, like a frozen machine."""
+        assert self.client.process is not None
+        self.client.process.send_signal(signal.SIGSTOP)
 
 
 @asynccontextmanager
@@ -282,9 +288,12 @@ async def test_two_workers_racing_to_prompt_deliver_every_reminder_once(
     await assert_keys_hash_tagged(fresh_redis_url, {sid})
 
 
-async def test_a_sigkilled_owner_s_lease_expires_and_the_session_goes_on_elsewhere(
+async def test_a_stalled_owner_s_lease_expires_and_the_session_goes_on_elsewhere(
     fresh_redis_url: str, tmp_path: Path
 ) -> None:
+    """A worker that stops renewing but whose process lives (stopped, as a frozen machine
+    is; a killed one of this host is taken over at once, ``test_lease_takeover.py``) keeps
+    its session until the lease expires by itself; then it is killed, mid-prompt."""
     lease = 3
     async with (
         worker(fresh_redis_url, tmp_path, "a", NOTED, delay_first=120, lease_seconds=lease) as a,
@@ -301,19 +310,20 @@ async def test_a_sigkilled_owner_s_lease_expires_and_the_session_goes_on_elsewhe
             tg.start_soon(doomed_prompt)
             await requests_logged(a, 1)
             assert await b.busy_owner(sid) == a.id
+            a.stall()
+            during = await b.client.remind("queued while nobody prompts", session_id=sid)
+            # the stalled worker renews nothing: its claim stands until it expires by itself
+            assert await b.busy_owner(sid) == a.id
+            refusals: list[tuple[int, Any]] = []
+            with anyio.fail_after(lease * 10):
+                while True:
+                    try:
+                        stop = await b.client.prompt(sid, "carry on")
+                        break
+                    except RpcError as exc:
+                        refusals.append((exc.code, exc.data))
+                        await anyio.sleep(0.1)
             a.kill()
-        during = await b.client.remind("queued while nobody prompts", session_id=sid)
-        # the dead worker renews nothing: its claim still stands until it expires by itself
-        assert await b.busy_owner(sid) == a.id
-        refusals: list[tuple[int, Any]] = []
-        with anyio.fail_after(lease * 10):
-            while True:
-                try:
-                    stop = await b.client.prompt(sid, "carry on")
-                    break
-                except RpcError as exc:
-                    refusals.append((exc.code, exc.data))
-                    await anyio.sleep(0.1)
         assert stop == "end_turn"
         assert all(refusal == (BUSY, {"owner": a.id}) for refusal in refusals)
         (request,) = b.requests()

@@ -20,12 +20,15 @@ Example:
 """
 
 from .base import (
+    Lease,
     RevokeStatus,
     SessionExistsError,
     SessionInfo,
     Store,
     UnknownSessionError,
+    folder_options,
     open_store,
+    sqlite_path,
 )
 from .memory import MemoryData, MemoryStore
 from .redis import RedisStore
@@ -33,6 +36,7 @@ from .sqlite import SCHEMA_VERSION, SQLiteStore, Synchronous
 from .thread import StoreThread
 
 __all__ = [
+    "Lease",
     "MemoryData",
     "MemoryStore",
     "RedisStore",
@@ -45,5 +49,7 @@ __all__ = [
     "StoreThread",
     "Synchronous",
     "UnknownSessionError",
+    "folder_options",
     "open_store",
+    "sqlite_path",
 ]

@@ -570,3 +570,9 @@ def check_owner(owner: object) -> str:
     if not isinstance(owner, str) or not owner.strip():
         raise TypeError(f"a lease owner must be a non-blank string (a worker id); got {owner!r}")
     return owner
+
+
+def check_replace(replace: object) -> str | None:
+    """``claim``'s ``replace``: ``None``, or the owner (a non-blank string) whose lease may
+    be taken over."""
+    return None if replace is None else check_owner(replace)

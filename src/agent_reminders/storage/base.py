@@ -21,12 +21,15 @@ from ..state import SessionState
 
 __all__ = [
     "ClosingStore",
+    "Lease",
     "RevokeStatus",
     "SessionExistsError",
     "SessionInfo",
     "Store",
     "UnknownSessionError",
+    "folder_options",
     "open_store",
+    "sqlite_path",
 ]
 
 RevokeStatus = Literal["revoked", "already_revoked"]
@@ -93,6 +96,20 @@ class SessionInfo:
     message_count: int
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lease:
+    """A live lease, as ``Store.lease`` reports it.
+
+    Attributes:
+        owner: The worker holding the session.
+        expires_in: Seconds until the lease ends unless its owner renews it, on the store's
+            clock (the Redis server's for ``RedisStore``).
+    """
+
+    owner: str
+    expires_in: float
+
+
 @runtime_checkable
 class Store(Protocol):
     """The async store protocol every backend implements (spec 06 §1).
@@ -137,14 +154,19 @@ class Store(Protocol):
 
     Leases (spec 06 §3): a session is prompted by one worker at a time.
 
-    - ``claim(session_id, owner, ttl_seconds)`` → ``None`` when ``owner`` now holds the
-      session for ``ttl_seconds``, else the id of the owner holding it (a second claim by the
-      holder itself is refused too: one lease, one prompt).
+    - ``claim(session_id, owner, ttl_seconds, *, replace=None)`` → ``None`` when ``owner``
+      now holds the session for ``ttl_seconds``, else the id of the owner holding it (a
+      second claim by the holder itself is refused too: one lease, one prompt). With
+      ``replace``, a live lease held by exactly that owner is taken over in the same atomic
+      step — for a caller that knows that owner's process has ended; any other holder is
+      still returned, so a takeover that comes late never takes a newer owner's lease.
     - ``renew(session_id, owner, ttl_seconds)`` → ``True`` when ``owner`` still held it and
       it now lasts ``ttl_seconds`` from now; ``False`` when the lease was lost (it expired,
       perhaps taken by another worker).
     - ``release(session_id, owner)`` → ``True`` when ``owner``'s lease was released;
       ``False`` when ``owner`` did not hold it — never releases another owner's lease.
+    - ``lease(session_id)`` → the live :class:`Lease` (its owner and the seconds it has
+      left), or ``None`` when the session is free.
 
     A lease not renewed expires by itself: a killed worker's sessions can be prompted
     elsewhere after ``ttl_seconds``.
@@ -181,6 +203,12 @@ class Store(Protocol):
         """The id of the session with the most recent activity, or ``None``."""
         ...
 
+    async def session_ids(self, *, limit: int, among: Iterable[str] | None = None) -> list[str]:
+        """Up to ``limit`` ids of stored sessions, in no particular order — only those in
+        ``among`` when it is given. Costs what it returns, not what the store holds: how a
+        request that leaves out ``sessionId`` finds the one session there is."""
+        ...
+
     async def enqueue(
         self, session_id: str, item: QueueItem, *, max_pending: int | None = None
     ) -> str:
@@ -211,8 +239,11 @@ class Store(Protocol):
         ``timeout`` seconds."""
         ...
 
-    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
-        """Claim the session for ``owner``: ``None`` when claimed, else the current owner."""
+    async def claim(
+        self, session_id: str, owner: str, ttl_seconds: float, *, replace: str | None = None
+    ) -> str | None:
+        """Claim the session for ``owner`` (taking it from ``replace``, an owner known to be
+        gone, if that one holds it): ``None`` when claimed, else the current owner."""
         ...
 
     async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
@@ -221,6 +252,10 @@ class Store(Protocol):
 
     async def release(self, session_id: str, owner: str) -> bool:
         """Release ``owner``'s lease; ``False`` when ``owner`` did not hold it."""
+        ...
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """The live lease on the session, or ``None`` when it is free."""
         ...
 
     async def append_events(
@@ -275,7 +310,7 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
     text = os.fspath(url)
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"a store URL must be a non-blank string; got {url!r}")
-    scheme, sep, rest = text.partition(":")
+    scheme, sep, _ = text.partition(":")
     if sep and scheme in ("redis", "rediss"):
         from .redis import RedisStore
 
@@ -290,15 +325,12 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
         from .memory import MemoryStore
 
         return MemoryStore(**options)
-    if sep and scheme == "sqlite":
-        path = rest[2:] if rest.startswith("//") else rest
-    elif sep and len(scheme) > 1 and scheme.replace("+", "").isalnum():
+    path = sqlite_path(text)
+    if path is None:
         raise ConfigError(
             f"unknown store URL scheme {scheme!r} in {text!r}; use memory:, sqlite:PATH or "
             "redis://HOST"
         )
-    else:
-        path = text  # a plain path (``C:\\x`` has a one-letter drive, not a scheme)
     if not path:
         raise ConfigError(f"{text!r}: sqlite: needs a file path (sqlite:PATH)")
     import anyio.to_thread
@@ -306,3 +338,42 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
     from .sqlite import SQLiteStore
 
     return await anyio.to_thread.run_sync(lambda: SQLiteStore(path, **options))
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file path of a store URL that names a SQLite file (``sqlite:PATH``,
+    ``sqlite:///abs/path`` or a plain path), else ``None`` (``memory:``, ``redis://…``, an
+    unknown scheme). For callers that pass SQLite-only options to :func:`open_store`.
+
+    Example:
+        >>> sqlite_path("sqlite:.agent-reminders/state.db"), sqlite_path("redis://h:6379/0")
+        ('.agent-reminders/state.db', None)
+    """
+    scheme, sep, rest = url.partition(":")
+    if url == "memory:" or (sep and scheme in ("redis", "rediss")):
+        return None
+    if sep and scheme == "sqlite":
+        return rest[2:] if rest.startswith("//") else rest
+    if sep and len(scheme) > 1 and scheme.replace("+", "").isalnum():
+        return None
+    return url  # a plain path (``C:\\x`` has a one-letter drive, not a scheme)
+
+
+def folder_options(url: str, default: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``open_store`` option that decides whether missing folders are made: only for the
+    ``default`` store's file (how a fresh project starts). Any other SQLite path in a folder
+    that does not exist is refused (a mistyped path must not start an empty store nobody
+    reads). ``{}`` for a store that is not a SQLite file.
+
+    Example:
+        >>> folder_options("sqlite:typo/state.db", ".agent-reminders/state.db")
+        {'create_folders': False}
+        >>> folder_options(".agent-reminders/state.db", ".agent-reminders/state.db")
+        {'create_folders': True}
+    """
+    path = sqlite_path(url)
+    default_path = sqlite_path(os.fspath(default))
+    if path is None:
+        return {}
+    same = default_path is not None and os.path.abspath(path) == os.path.abspath(default_path)
+    return {"create_folders": same}

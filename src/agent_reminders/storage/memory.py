@@ -6,6 +6,7 @@ strict readers, so a test that passes on it says something about ``SQLiteStore``
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Container, Iterable, Sequence
@@ -19,7 +20,14 @@ from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
 from ._wake import Waiters
-from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .base import (
+    ClosingStore,
+    Lease,
+    RevokeStatus,
+    SessionExistsError,
+    SessionInfo,
+    UnknownSessionError,
+)
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -237,6 +245,13 @@ class MemoryStore(ClosingStore):
         sessions = await self.list_sessions()
         return sessions[0].session_id if sessions else None
 
+    async def session_ids(self, *, limit: int, among: Iterable[str] | None = None) -> list[str]:
+        """Up to ``limit`` stored session ids (those in ``among`` when given)."""
+        data = self._open()
+        with data.lock:
+            ids = data.sessions if among is None else (s for s in among if s in data.sessions)
+            return list(itertools.islice(ids, max(0, limit)))
+
     # -- the injection queue ----------------------------------------------------------------
 
     async def enqueue(
@@ -314,16 +329,20 @@ class MemoryStore(ClosingStore):
 
     # -- leases -----------------------------------------------------------------------------
 
-    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
-        """Claim the session for ``owner`` for ``ttl_seconds``: ``None`` when claimed, else
-        the owner holding it (see ``Store``)."""
+    async def claim(
+        self, session_id: str, owner: str, ttl_seconds: float, *, replace: str | None = None
+    ) -> str | None:
+        """Claim the session for ``owner`` for ``ttl_seconds`` (taking it from ``replace``
+        if that owner holds it): ``None`` when claimed, else the owner holding it (see
+        ``Store``)."""
         who, ttl = codec.check_lease(owner, ttl_seconds)
+        gone = codec.check_replace(replace)
         data = self._open()
         with data.lock:
             self._session(session_id)
             now = self.clock()
-            held = data.leases.get(session_id)
-            if held is not None and held[1] > now:
+            held = self._live(data, session_id, now)
+            if held is not None and held[0] != gone:
                 return held[0]
             data.leases[session_id] = (who, now + ttl)
             return None
@@ -353,6 +372,21 @@ class MemoryStore(ClosingStore):
                 return False
             del data.leases[session_id]
             return True
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """The live lease on the session (its owner and seconds left), else ``None``."""
+        data = self._open()
+        with data.lock:
+            self._session(session_id)
+            now = self.clock()
+            held = self._live(data, session_id, now)
+        return None if held is None else Lease(owner=held[0], expires_in=held[1] - now)
+
+    @staticmethod
+    def _live(data: MemoryData, session_id: str, now: float) -> tuple[str, float] | None:
+        """The session's lease ``(owner, expires at)`` unless it has expired."""
+        held = data.leases.get(session_id)
+        return held if held is not None and held[1] > now else None
 
     # -- the event log ----------------------------------------------------------------------
 

@@ -40,14 +40,27 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
-from .._core.errors import AgentRemindersError, ConfigError, StateError, StoreError
+from .._core.errors import (
+    AgentRemindersError,
+    ConfigError,
+    StateError,
+    StoreError,
+    missing_extra,
+)
 from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
 from ._wake import check_timeout
-from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .base import (
+    ClosingStore,
+    Lease,
+    RevokeStatus,
+    SessionExistsError,
+    SessionInfo,
+    UnknownSessionError,
+)
 
 Arg = str | int | float  # what a script takes as ARGV
 
@@ -63,7 +76,6 @@ _PARTS = ("session", "messages", "queue", "items", "modes", "ids", "events", "le
 _SCHEMES = ("redis", "rediss", "unix")
 # a read-then-write that keeps losing to other writers gives up after this many tries
 _ATTEMPTS = 100
-_INSTALL = "RedisStore needs the redis package (redis-py): pip install 'agent-reminders[redis]'"
 
 # Every session script gets the keys of _PARTS, in that order.
 _PRELUDE = """
@@ -221,11 +233,17 @@ if seq > start then redis.call('HSET', S, 'event_seq', seq, 'updated_at', ARGV[1
 return start
 """
 
-# ARGV: owner, milliseconds -> {'ok'} | {'held', owner} | {'unknown'}
+# ARGV: owner, milliseconds, the owner it may replace ('' for none) -> {'ok'} |
+# {'held', owner} | {'unknown'}; a live lease is taken over only from that very owner
 _CLAIM = """
 if redis.call('EXISTS', S) == 0 then return {'unknown'} end
 if redis.call('SET', LEASE, ARGV[1], 'NX', 'PX', ARGV[2]) then return {'ok'} end
-return {'held', redis.call('GET', LEASE)}
+local held = redis.call('GET', LEASE)
+if ARGV[3] ~= '' and held == ARGV[3] then
+  redis.call('SET', LEASE, ARGV[1], 'PX', ARGV[2])
+  return {'ok'}
+end
+return {'held', held}
 """
 
 # ARGV: owner, milliseconds -> 1 renewed | 0 not the holder | -1 unknown session
@@ -323,7 +341,7 @@ class RedisStore(ClosingStore):
             import redis.asyncio
             import redis.exceptions
         except ImportError as exc:
-            raise ImportError(_INSTALL) from exc
+            raise missing_extra("redis", "redis", "RedisStore") from exc
         if not isinstance(url, str) or not url.strip():
             raise ConfigError(f"a Redis URL must be a non-blank string; got {url!r}")
         self.url = _redact(url)
@@ -648,6 +666,29 @@ class RedisStore(ClosingStore):
 
     # -- the injection queue ----------------------------------------------------------------
 
+    async def session_ids(self, *, limit: int, among: Iterable[str] | None = None) -> list[str]:
+        """Up to ``limit`` stored session ids (those in ``among`` when given): a range of the
+        session index, or its scores of ``among`` in pipelined chunks until enough are found."""
+        if limit <= 0:
+            return []
+        with self._talk() as client:
+            if among is None:
+                return [_text(i) for i in await client.zrange(self._index, 0, limit - 1)]
+            wanted = list(among)
+            found: list[str] = []
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                async with client.pipeline(transaction=False) as pipe:
+                    for sid in chunk:
+                        pipe.zscore(self._index, sid)
+                    scores = await pipe.execute()
+                found.extend(
+                    sid for sid, score in zip(chunk, scores, strict=True) if score is not None
+                )
+                if len(found) >= limit:
+                    break
+            return found[:limit]
+
     async def enqueue(
         self, session_id: str, item: QueueItem, *, max_pending: int | None = None
     ) -> str:
@@ -771,12 +812,16 @@ class RedisStore(ClosingStore):
 
     # -- leases -----------------------------------------------------------------------------
 
-    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
-        """Claim the session for ``owner`` (``SET NX PX``): ``None`` when claimed, else the
-        owner holding it (see ``Store``). Expiry is kept by the Redis server."""
+    async def claim(
+        self, session_id: str, owner: str, ttl_seconds: float, *, replace: str | None = None
+    ) -> str | None:
+        """Claim the session for ``owner`` (``SET NX PX``; with ``replace``, a compare-and-set
+        from that owner): ``None`` when claimed, else the owner holding it (see ``Store``).
+        Expiry is kept by the Redis server."""
         sid = codec.check_session_id(session_id)
         who, ttl = codec.check_lease(owner, ttl_seconds)
-        found = await self._script("claim", sid, [who, _milliseconds(ttl)])
+        gone = codec.check_replace(replace) or ""
+        found = await self._script("claim", sid, [who, _milliseconds(ttl), gone])
         if found[0] == "unknown":
             raise UnknownSessionError(sid)
         return None if found[0] == "ok" else _text(found[1])
@@ -794,6 +839,15 @@ class RedisStore(ClosingStore):
         sid = codec.check_session_id(session_id)
         who = codec.check_owner(owner)
         return self._lease_result(sid, await self._script("release", sid, [who]))
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """The live lease on the session (its owner, and its time left on the Redis
+        server's clock), else ``None``."""
+        sid = codec.check_session_id(session_id)
+        owner, left = await self._read(sid, ("GET", "lease"), ("PTTL", "lease"))
+        if owner is None or int(left) <= 0:  # PTTL: -2 gone, -1 no expiry (never set so)
+            return None
+        return Lease(owner=_text(owner), expires_in=int(left) / 1000)
 
     def _lease_result(self, session_id: str, result: object) -> bool:
         if result == -1:

@@ -9,13 +9,17 @@ threads or processes — may share one file: writers take SQLite's write lock up
 (``BEGIN IMMEDIATE``), so a drain is atomic across all of them.
 
 A file that is not this store — random bytes, another program's database, a directory, a
-schema from a newer version — is refused with one ``StoreError`` naming it, before anything
-is written: the file keeps its bytes (WAL is switched on only once the file is recognised).
+schema from a newer version, a file damaged inside (``PRAGMA quick_check``) — is refused with
+one ``StoreError`` naming it, before anything is written: the file keeps its bytes (WAL is
+switched on only once the file is recognised and checked). Damage found later stops every
+write for good; a full disk fails the write that met it. A file (or folder) that cannot be
+written is opened read-only: it can be read, and a write says why it cannot be done.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sqlite3
 import time
@@ -31,11 +35,30 @@ from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
 from ..state import SessionState
 from . import _codec as codec
+from . import _sqlite_file as file_
+from ._sqlite_file import CHECK_LIMIT_BYTES, Check
 from ._wake import Waiters
-from .base import ClosingStore, RevokeStatus, SessionExistsError, SessionInfo, UnknownSessionError
+from .base import (
+    ClosingStore,
+    Lease,
+    RevokeStatus,
+    SessionExistsError,
+    SessionInfo,
+    UnknownSessionError,
+)
 from .thread import Call, StoreThread
 
-__all__ = ["MIGRATIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "SQLiteStore", "Synchronous"]
+__all__ = [
+    "CHECK_LIMIT_BYTES",
+    "MIGRATIONS",
+    "SCHEMA_NAME",
+    "SCHEMA_VERSION",
+    "Check",
+    "SQLiteStore",
+    "Synchronous",
+]
+
+log = logging.getLogger("agent_reminders.storage")
 
 T = TypeVar("T")
 Synchronous = Literal["NORMAL", "FULL"]
@@ -151,6 +174,9 @@ _PENDING = "SELECT item_id, kind, mode, payload FROM pending WHERE session_id = 
 _ACTIVITY_AND_VERSION = "SELECT last, (SELECT data_version FROM pragma_data_version) FROM activity"
 _TOUCH = "UPDATE sessions SET updated_at = ?, touched = ? WHERE session_id = ?"
 # every session with its activity: the larger of its touched and its newest pending seq
+# ids per IN (...) query: well under SQLite's bound on parameters
+_ID_CHUNK = 500
+
 _BY_ACTIVITY = (
     "SELECT s.session_id, s.created_at, "
     "max(s.updated_at, coalesce((SELECT queued_at FROM pending WHERE seq = q.newest), 0)), "
@@ -210,12 +236,27 @@ def _take_activity(db: sqlite3.Connection, n: int) -> int:
     return int(last) + 1
 
 
+def _live_lease(db: sqlite3.Connection, sid: str, now: float) -> tuple[str, float] | None:
+    """The session's lease ``(owner, expires at)`` unless it has expired."""
+    found = db.execute(
+        "SELECT owner, expires_at FROM leases WHERE session_id = ? AND expires_at > ?", (sid, now)
+    ).fetchone()
+    return None if found is None else (str(found[0]), float(found[1]))
+
+
 class SQLiteStore(ClosingStore):
     """The ``Store`` protocol on one SQLite file (WAL).
 
-    The file is opened, recognised and migrated when the object is made (use
+    The file is opened, recognised, checked and migrated when the object is made (use
     ``await open_store("sqlite:PATH")`` to do that off the event loop); a missing file and
-    its folders are created (unless ``create=False``).
+    its folders are created (unless ``create=False`` or ``create_folders=False``).
+
+    A file that cannot be written (a read-only volume, an immutable file, a folder where the
+    write-ahead log cannot be made) is opened read-only, as with ``read_only=True``: reads
+    work, a write raises ``StoreError`` saying the file is read-only. Damage found while the
+    store is open (SQLite's "database disk image is malformed") is logged once and turns the
+    store read-only for good, so a damaged file is never written to again; a full disk fails
+    only the write that met it (logged too).
 
     Args:
         path: The database file (``.agent-reminders/state.db`` for ``serve``).
@@ -229,10 +270,22 @@ class SQLiteStore(ClosingStore):
         create: Whether a missing file (and its folders) is created; ``False`` refuses it
             with ``StoreError`` and creates nothing (for tools that only read or add to an
             existing store, like ``agent-reminders remind --store``).
+        create_folders: Whether the missing folders of a new file are made; ``False``
+            refuses a folder that does not exist, naming it (a typo in a path should not
+            start an empty store nobody writes to).
+        read_only: Open the file only to read it; it must exist and hold the current schema.
+        check: ``PRAGMA quick_check`` at open, which reads every page: ``"auto"`` (default)
+            for files up to ``CHECK_LIMIT_BYTES`` (64 MiB), ``"full"`` whatever the size,
+            ``"off"`` never (damage is then found when a query meets it).
+
+    Attributes:
+        read_only: Whether the store only reads: asked for, found so at open, or turned so by
+            damage found in the file.
 
     Raises:
         StoreError: ``RMD-109`` naming the file: a directory, unreadable, not a SQLite
-            database, another program's database, or a schema from a newer version.
+            database, damaged, another program's database, or a schema from a newer version;
+            a missing folder or file that is not to be created.
         ConfigError: ``RMD-104`` for a bad argument.
 
     Example:
@@ -257,9 +310,15 @@ class SQLiteStore(ClosingStore):
         clock: Callable[[], float] = time.time,
         poll_interval: float = 0.05,
         create: bool = True,
+        create_folders: bool = True,
+        read_only: bool = False,
+        check: Check | str = "auto",
     ) -> None:
         self.path: str = _check_path(path)
         self.create = create
+        self.create_folders = create_folders
+        self.read_only = read_only
+        self.check: Check = file_.check_check(check)
         self.synchronous: Synchronous = _check_synchronous(synchronous)
         if type(busy_timeout_ms) is not int or busy_timeout_ms < 0:
             raise ConfigError(f"busy_timeout_ms must be an int >= 0; got {busy_timeout_ms!r}")
@@ -269,6 +328,8 @@ class SQLiteStore(ClosingStore):
         self._memo = codec.Memo()
         self._waiters = Waiters()
         self._pending = _PendingCounts()
+        self._corrupt: str | None = None  # set once damage is found: every write is refused
+        self._closed = False
         self._db: sqlite3.Connection | None = self._connect()
         self._thread = StoreThread(f"agent-reminders store {self.path}")
 
@@ -278,7 +339,7 @@ class SQLiteStore(ClosingStore):
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._db is None
+        return self._closed
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -296,49 +357,90 @@ class SQLiteStore(ClosingStore):
                 with file.open("rb") as handle:
                     header = handle.read(len(_MAGIC))
             except OSError as exc:
-                raise StoreError(f"cannot read store {self.path}: {exc.strerror or exc}") from None
+                raise StoreError(f"cannot read store {self.path}: {file_.os_reason(exc)}") from None
             if header and header != _MAGIC:
                 raise StoreError(
                     f"{self.path} is not a SQLite database, so not an agent-reminders session "
                     "store; point at another file or move this one away"
                 )
-        elif not self.create:
-            raise StoreError(
-                f"no session store at {self.path}: the file does not exist (nothing was created)"
-            )
         else:
-            try:
-                file.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
+            self._new_file(file)
+        if not self.read_only and not file_.writable(file):
+            if not file.exists():
                 raise StoreError(
-                    f"cannot create the folder of store {self.path}: {exc.strerror or exc}"
-                ) from None
+                    f"cannot create store {self.path}: its folder {file.parent} cannot be written"
+                )
+            self.read_only = True
         try:
-            db = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout_ms / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            db = file_.connect(file, read_only=self.read_only, timeout=self.busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open store {self.path}: {exc}") from None
+            said = file_.describe(self.path, exc, at_open=True)
+            raise StoreError(said or f"cannot open store {self.path}: {exc}") from None
         try:
             db.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
-            self._recognise(db)  # before WAL: switching rewrites the header of the file
-            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise StoreError(f"{self.path}: WAL journal mode is not available ({mode})")
-            db.execute(f"PRAGMA synchronous = {self.synchronous}")
+            version = self._recognise(db)
+            # before anything is written: a damaged file keeps its bytes
+            file_.quick_check(db, file, self.check)
+            if self.read_only:
+                self._readable(version)
+            else:
+                # switching to WAL rewrites the header of the file: only once it is known
+                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+                if mode is None or str(mode[0]).lower() != "wal":
+                    raise StoreError(f"{self.path}: WAL journal mode is not available ({mode})")
+                db.execute(f"PRAGMA synchronous = {self.synchronous}")
             # sorts and IN lists in memory, never in a temp file per statement
             db.execute("PRAGMA temp_store = MEMORY")
-            self._migrate(db)
+            if not self.read_only:
+                self._migrate(db)
         except StoreError:
-            db.close()
+            self._close_refused(db, file)
             raise
         except sqlite3.Error as exc:
-            db.close()
-            raise StoreError(f"{self.path} cannot be used as a session store: {exc}") from None
+            self._close_refused(db, file)
+            said = file_.describe(self.path, exc, at_open=True)
+            raise StoreError(
+                said or f"{self.path} cannot be used as a session store: {exc}"
+            ) from None
         return db
+
+    @staticmethod
+    def _close_refused(db: sqlite3.Connection, file: Path) -> None:
+        """Close a connection to a file the store refused, writing nothing to it (not even
+        a write-ahead log left there by another process)."""
+        reader = file_.close_untouched(db, file)
+        if reader is not None:
+            reader.close()
+
+    def _new_file(self, file: Path) -> None:
+        """Make the folder of a file that does not exist yet, or refuse it."""
+        folder = file.parent
+        missing = not folder.exists()
+        if self.read_only or not self.create:
+            where = f"its folder {folder} does not exist" if missing else "the file does not exist"
+            raise StoreError(f"no session store at {self.path}: {where} (nothing was created)")
+        if missing and not self.create_folders:
+            raise StoreError(
+                f"cannot create store {self.path}: the folder {folder} does not exist; create "
+                "it first or fix the path (nothing was created)"
+            )
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the folder of store {self.path}: {file_.os_reason(exc)}"
+            ) from None
+
+    def _readable(self, version: int) -> None:
+        """A file opened read-only is read only when it holds the current schema: migrating
+        it would be a write."""
+        if version == SCHEMA_VERSION:
+            return
+        held = "no session store yet" if version == 0 else f"store schema version {version}"
+        raise StoreError(
+            f"{self.path} is read-only and holds {held}; this agent-reminders reads version "
+            f"{SCHEMA_VERSION}, after opening it once where it can be written"
+        )
 
     def _recognise(self, db: sqlite3.Connection) -> int:
         """The schema version of the file (0 when empty); refuses anything else."""
@@ -347,6 +449,11 @@ class SQLiteStore(ClosingStore):
                 row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
         except sqlite3.DatabaseError as exc:
+            kind = file_.code(exc)
+            if kind == sqlite3.SQLITE_CORRUPT:
+                raise StoreError(file_.corrupt(self.path, str(exc), at_open=True)) from None
+            if kind == sqlite3.SQLITE_CANTOPEN:
+                raise StoreError(f"cannot open store {self.path}: {exc}") from None
             raise StoreError(
                 f"{self.path} is not a usable SQLite database ({exc}), so not an agent-reminders "
                 "session store; point at another file or move this one away"
@@ -376,7 +483,7 @@ class SQLiteStore(ClosingStore):
     def _migrate(self, db: sqlite3.Connection) -> None:
         if self._recognise(db) == SCHEMA_VERSION:
             return
-        with _transaction(db):
+        with self._transaction(db):
             # again inside the write lock: another process may have migrated meanwhile
             for version in range(self._recognise(db), SCHEMA_VERSION):
                 for statement in MIGRATIONS[version]:
@@ -394,21 +501,59 @@ class SQLiteStore(ClosingStore):
     def _on_db(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(connection)`` on the store's thread, SQLite's errors as ``StoreError``."""
         db = self._db
-        if db is None:
+        if self._closed:
             raise StoreError(f"{self.path}: this store is closed")
+        if db is None:  # damaged, and not even a reader could be had
+            raise StoreError(self._corrupt or f"{self.path}: this store is closed")
         try:
             return fn(db)
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: {exc}") from None
+            raise self._failure(db, exc) from None
+
+    def _failure(self, db: sqlite3.Connection, exc: sqlite3.Error) -> StoreError:
+        """The ``StoreError`` for a failed call (on the store's thread). Damage turns the
+        store read-only for good; damage and a full disk are logged, so ``serve`` says them
+        on stderr whatever the client does with its reply."""
+        kind = file_.code(exc)
+        if kind in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) and self._corrupt is None:
+            self._corrupt = file_.corrupt(self.path, str(exc), at_open=False)
+            log.error("%s", self._corrupt)
+            # a connection that only reads: nothing this object does can change the file
+            self._db = file_.close_untouched(db, Path(self.path))
+            self.read_only = True
+        if self._corrupt is not None:
+            return StoreError(self._corrupt)
+        said = file_.describe(self.path, exc, at_open=False)
+        if kind == sqlite3.SQLITE_FULL:
+            log.error("%s", said)
+        return StoreError(said or f"{self.path}: {exc}")
 
     def _close(self) -> None:
         db, self._db = self._db, None
+        self._closed = True
         if db is not None:
             db.close()
 
     async def close(self) -> None:
         """Close the connection (idempotent); later calls raise ``StoreError``."""
         await self._thread.run(self._close)
+
+    @contextmanager
+    def _transaction(self, db: sqlite3.Connection, *, write: bool = True) -> Iterator[None]:
+        """One transaction; a writer takes the write lock first (``BEGIN IMMEDIATE``), so two
+        drainers never both read an item as pending. A store that only reads refuses every
+        write here, before SQLite is asked (a write that would change nothing included)."""
+        if write and self.read_only:
+            why = "opened so, or the file or its folder cannot be written"
+            raise StoreError(self._corrupt or file_.read_only(self.path, why))
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
     def _exists(self, db: sqlite3.Connection, session_id: str) -> None:
         if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
@@ -445,7 +590,7 @@ class SQLiteStore(ClosingStore):
         def run(db: sqlite3.Connection, plan: codec.SavePlan) -> codec.Writes:
             sid = plan.session_id
             writes = plan.against(0, 0, codec.EMPTY_DIGEST)
-            with _transaction(db):
+            with self._transaction(db):
                 if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone():
                     raise SessionExistsError(sid)
                 db.execute(
@@ -484,7 +629,7 @@ class SQLiteStore(ClosingStore):
         sid = codec.check_session_id(session_id)
 
         def run(db: sqlite3.Connection) -> _Read | None:
-            with _transaction(db, write=False):  # one snapshot for every read
+            with self._transaction(db, write=False):  # one snapshot for every read
                 found = db.execute(
                     "SELECT head, revision, digest FROM sessions WHERE session_id = ?", (sid,)
                 ).fetchone()
@@ -529,7 +674,7 @@ class SQLiteStore(ClosingStore):
 
         def run(db: sqlite3.Connection, plan: codec.SavePlan) -> tuple[codec.Writes, int]:
             sid = plan.session_id
-            with _transaction(db):
+            with self._transaction(db):
                 found = db.execute(
                     "SELECT message_count, digest, revision FROM sessions WHERE session_id = ?",
                     (sid,),
@@ -575,7 +720,7 @@ class SQLiteStore(ClosingStore):
         codec.message_rows(messages, 0)  # validate before taking the write lock
 
         def run(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with self._transaction(db):
                 found = db.execute(
                     "SELECT message_count, digest FROM sessions WHERE session_id = ?", (sid,)
                 ).fetchone()
@@ -598,7 +743,7 @@ class SQLiteStore(ClosingStore):
         sid = codec.check_session_id(session_id)
 
         def run(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+            with self._transaction(db):
                 found = db.execute("SELECT head FROM sessions WHERE session_id = ?", (sid,))
                 head = found.fetchone()
                 if head is None:
@@ -637,6 +782,30 @@ class SQLiteStore(ClosingStore):
 
         return await self._call(run)
 
+    async def session_ids(self, *, limit: int, among: Iterable[str] | None = None) -> list[str]:
+        """Up to ``limit`` stored session ids (those in ``among`` when given): a ``LIMIT`` on
+        the primary key, in chunks of ``among`` until enough are found."""
+        wanted = None if among is None else list(among)
+
+        def run(db: sqlite3.Connection) -> list[str]:
+            if wanted is None:
+                rows = db.execute("SELECT session_id FROM sessions LIMIT ?", (max(0, limit),))
+                return [str(r[0]) for r in rows]
+            found: list[str] = []
+            for start in range(0, len(wanted), _ID_CHUNK):
+                chunk = wanted[start : start + _ID_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT session_id FROM sessions WHERE session_id IN ({marks}) LIMIT ?",
+                    (*chunk, limit - len(found)),
+                )
+                found.extend(str(r[0]) for r in rows)
+                if len(found) >= limit:
+                    break
+            return found[: max(0, limit)]
+
+        return await self._call(run)
+
     # -- the injection queue ----------------------------------------------------------------
 
     async def enqueue(
@@ -670,7 +839,7 @@ class SQLiteStore(ClosingStore):
         and must win it back from the event loop; and one row and one index entry per item,
         the pages a commit writes."""
         jobs: list[_Enqueue] = [call.arg for call in calls]
-        with _transaction(db):
+        with self._transaction(db):
             last, version = db.execute(_ACTIVITY_AND_VERSION).fetchone()
             counts = self._pending.take(db, version)
             refused = _refused(db, jobs)
@@ -704,7 +873,7 @@ class SQLiteStore(ClosingStore):
         sid = codec.check_session_id(session_id)
 
         def run(db: sqlite3.Connection) -> list[QueueItem]:
-            with _transaction(db, write=False):
+            with self._transaction(db, write=False):
                 self._exists(db, sid)
                 return [self._item(r) for r in _pending_rows(db, sid)]
 
@@ -716,7 +885,7 @@ class SQLiteStore(ClosingStore):
         wanted = sorted(m.value for m in codec.check_modes(modes))
 
         def run(db: sqlite3.Connection) -> list[QueueItem]:
-            with _transaction(db):
+            with self._transaction(db):
                 self._exists(db, sid)
                 if not wanted:
                     return []
@@ -740,7 +909,7 @@ class SQLiteStore(ClosingStore):
         sid = codec.check_session_id(session_id)
 
         def run(db: sqlite3.Connection) -> RevokeStatus:
-            with _transaction(db):
+            with self._transaction(db):
                 self._exists(db, sid)
                 rid = codec.check_revoke_id(reminder_id)
                 found = db.execute(f"{_PENDING} AND item_id = ?", (sid, rid)).fetchone()
@@ -786,21 +955,23 @@ class SQLiteStore(ClosingStore):
 
     # -- leases -----------------------------------------------------------------------------
 
-    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
-        """Claim the session for ``owner`` for ``ttl_seconds``: ``None`` when claimed, else
-        the owner holding it (see ``Store``). Expiry is read on this store's ``clock``."""
+    async def claim(
+        self, session_id: str, owner: str, ttl_seconds: float, *, replace: str | None = None
+    ) -> str | None:
+        """Claim the session for ``owner`` for ``ttl_seconds`` (taking it from ``replace``
+        if that owner holds it, under the write lock): ``None`` when claimed, else the owner
+        holding it (see ``Store``). Expiry is read on this store's ``clock``."""
         sid = codec.check_session_id(session_id)
         who, ttl = codec.check_lease(owner, ttl_seconds)
+        gone = codec.check_replace(replace)
 
         def run(db: sqlite3.Connection) -> str | None:
-            with _transaction(db):
+            with self._transaction(db):
                 self._exists(db, sid)
                 now = self.clock()
-                held = db.execute(
-                    "SELECT owner FROM leases WHERE session_id = ? AND expires_at > ?", (sid, now)
-                ).fetchone()
-                if held is not None:
-                    return str(held[0])
+                held = _live_lease(db, sid, now)
+                if held is not None and held[0] != gone:
+                    return held[0]
                 db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (sid, who, now + ttl))
                 return None
 
@@ -813,7 +984,7 @@ class SQLiteStore(ClosingStore):
         who, ttl = codec.check_lease(owner, ttl_seconds)
 
         def run(db: sqlite3.Connection) -> bool:
-            with _transaction(db):
+            with self._transaction(db):
                 self._exists(db, sid)
                 now = self.clock()
                 done = db.execute(
@@ -831,13 +1002,27 @@ class SQLiteStore(ClosingStore):
         who = codec.check_owner(owner)
 
         def run(db: sqlite3.Connection) -> bool:
-            with _transaction(db):
+            with self._transaction(db):
                 self._exists(db, sid)
                 done = db.execute(
                     "DELETE FROM leases WHERE session_id = ? AND owner = ? AND expires_at > ?",
                     (sid, who, self.clock()),
                 )
                 return done.rowcount > 0
+
+        return await self._call(run)
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """The live lease on the session (its owner and seconds left on this store's
+        ``clock``), else ``None``."""
+        sid = codec.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> Lease | None:
+            with self._transaction(db, write=False):
+                self._exists(db, sid)
+                now = self.clock()
+                held = _live_lease(db, sid, now)
+            return None if held is None else Lease(owner=held[0], expires_in=held[1] - now)
 
         return await self._call(run)
 
@@ -851,7 +1036,7 @@ class SQLiteStore(ClosingStore):
         encoded = [codec.encode_event(r) for r in records]
 
         def run(db: sqlite3.Connection) -> int:
-            with _transaction(db):
+            with self._transaction(db):
                 self._exists(db, sid)
                 (last,) = db.execute(
                     "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?", (sid,)
@@ -875,7 +1060,7 @@ class SQLiteStore(ClosingStore):
         after, prefix = codec.check_read_args(after_seq, kind_prefix)
 
         def run(db: sqlite3.Connection) -> list[EventRecord]:
-            with _transaction(db, write=False):
+            with self._transaction(db, write=False):
                 self._exists(db, sid)
                 found = db.execute(
                     "SELECT seq, topic, kind, payload FROM events WHERE session_id = ? "
@@ -1057,17 +1242,3 @@ def _settle(db: sqlite3.Connection, sid: str, item_ids: Sequence[str], status: s
         "DELETE FROM pending WHERE session_id = ? AND item_id = ?", [(sid, i) for i in item_ids]
     )
     db.executemany("INSERT INTO settled VALUES (?, ?, ?)", [(sid, i, status) for i in item_ids])
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection, *, write: bool = True) -> Iterator[None]:
-    """One transaction; a writer takes the write lock first (``BEGIN IMMEDIATE``), so two
-    drainers never both read an item as pending."""
-    db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise

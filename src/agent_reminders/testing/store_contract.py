@@ -175,6 +175,7 @@ class StoreContract:
             lambda: store.claim("nope", "w1", 30),
             lambda: store.renew("nope", "w1", 30),
             lambda: store.release("nope", "w1"),
+            lambda: store.lease("nope"),
         ]
         for call in calls:
             with pytest.raises(UnknownSessionError) as caught:
@@ -355,6 +356,27 @@ class StoreContract:
         assert all(i.created_at <= i.updated_at for i in infos)
         store = await self.reopen(store, store_factory)
         assert await store.latest_session() == "a"
+        await store.close()
+
+    async def test_session_ids_returns_at_most_limit(self, store_factory: StoreFactory) -> None:
+        store = await self.open(store_factory)
+        assert await store.session_ids(limit=2) == []
+        await store.create_session(Session(session_id="a").state())
+        assert await store.session_ids(limit=2) == ["a"]
+        for sid in ("b", "c", "d"):
+            await store.create_session(Session(session_id=sid).state())
+        some = await store.session_ids(limit=2)
+        assert len(some) == 2
+        assert set(some) <= {"a", "b", "c", "d"}
+        assert await store.session_ids(limit=0) == []
+        assert sorted(await store.session_ids(limit=10)) == ["a", "b", "c", "d"]
+        # among: only stored ids of the given ones, still at most limit
+        assert await store.session_ids(limit=2, among=["x", "c", "y"]) == ["c"]
+        assert await store.session_ids(limit=2, among=[]) == []
+        among = [f"missing-{i}" for i in range(1200)] + ["b", "d", "a"]
+        found = await store.session_ids(limit=2, among=among)
+        assert len(found) == 2
+        assert set(found) <= {"a", "b", "d"}
         await store.close()
 
     # -- the injection queue ----------------------------------------------------------------
@@ -673,6 +695,65 @@ class StoreContract:
         assert await store.renew("s1", "dead-worker", 60) is False  # it lost the lease
         assert await store.release("s1", "dead-worker") is False
         assert await store.claim("s1", "dead-worker", 60) == "worker-b"
+        await store.close()
+        await other.close()
+
+    async def test_a_holder_known_to_be_gone_is_replaced_and_no_other(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """``claim(..., replace=holder)`` takes a live lease only from that holder (whose
+        process the caller knows has ended): a compare-and-set, so a takeover that comes
+        late never takes the lease of the worker that got there first."""
+        store = await self.fresh(store_factory)
+        await store.create_session(Session(session_id="s2").state())
+        other = await self.open(store_factory)
+        assert await store.claim("s1", "gone", 60) is None
+        assert await other.claim("s1", "worker-b", 30, replace="someone-else") == "gone"
+        assert await other.claim("s1", "worker-b", 30, replace="gone") is None
+        assert await store.renew("s1", "gone", 30) is False  # it lost the lease
+        assert await store.release("s1", "gone") is False
+        assert await store.claim("s1", "worker-c", 30, replace="gone") == "worker-b"
+        assert await other.claim("s2", "worker-b", 30, replace="gone") is None  # a free one
+        # two workers replacing one gone holder at once: one of them gets it
+        assert await other.release("s1", "worker-b") is True
+        assert await store.claim("s1", "gone", 60) is None
+        answers: dict[str, str | None] = {}
+
+        async def take(on: Store, owner: str) -> None:
+            answers[owner] = await on.claim("s1", owner, 30, replace="gone")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(take, store, "worker-x")
+            tg.start_soon(take, other, "worker-y")
+        winners = [owner for owner, held in answers.items() if held is None]
+        assert len(winners) == 1
+        (loser,) = set(answers) - set(winners)
+        assert answers[loser] == winners[0]
+        await store.close()
+        await other.close()
+
+    async def test_the_live_lease_is_reported_with_its_time_left(
+        self, store_factory: StoreFactory
+    ) -> None:
+        store = await self.fresh(store_factory)
+        await store.create_session(Session(session_id="short").state())
+        other = await self.open(store_factory)
+        assert await other.lease("s1") is None
+        assert await store.claim("s1", "worker-a", 30) is None
+        held = await other.lease("s1")
+        assert held is not None
+        assert held.owner == "worker-a"
+        assert 25 < held.expires_in <= 30
+        assert await store.renew("s1", "worker-a", 60) is True
+        renewed = await other.lease("s1")
+        assert renewed is not None
+        assert 55 < renewed.expires_in <= 60
+        assert await store.release("s1", "worker-a") is True
+        assert await other.lease("s1") is None
+        assert await store.claim("short", "worker-a", 0.2) is None
+        with anyio.fail_after(20):  # an expired lease is no lease
+            while await other.lease("short") is not None:
+                await anyio.sleep(0.02)
         await store.close()
         await other.close()
 
