@@ -95,13 +95,36 @@ def parse_tokens(entries: object, where: str) -> tuple[Scope, ...]:
     return tuple(out)
 
 
+def _raw(text: str) -> bytes | None:
+    """``text`` as the bytes it came from: an HTTP header's bytes that are not ASCII reach us
+    as surrogate escapes, and a token read from the environment may hold them too."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no bytes decode to: matches no token
+        return None
+
+
 def find_token(scopes: Iterable[Scope], authorization: str | None) -> Scope | None:
-    """The scope of an ``Authorization: Bearer <token>`` header (constant-time compare)."""
+    """The scope of an ``Authorization: Bearer <token>`` header (constant-time compare).
+
+    ``None`` for a header that is missing, not ``Bearer``, or matches no token (whatever
+    bytes it holds: a header is never an error).
+
+    Example:
+        >>> scope = Scope(token="t" * 20)
+        >>> find_token([scope], "Bearer " + "t" * 20) is scope
+        True
+        >>> find_token([scope], "Bearer \\udcff" + "t" * 20) is None
+        True
+    """
     if not authorization or not authorization.startswith("Bearer "):
         return None
-    given = authorization[len("Bearer ") :].strip().encode()
+    given = _raw(authorization[len("Bearer ") :].strip())
+    if given is None:
+        return None
     found = None
     for scope in scopes:
-        if hmac.compare_digest(given, scope.token.encode()):
+        token = _raw(scope.token)
+        if token is not None and hmac.compare_digest(given, token):
             found = scope
     return found

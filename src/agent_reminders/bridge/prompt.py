@@ -7,12 +7,24 @@ previous step are reported; after the model answers, what another process queued
 session meanwhile is picked up from the store (so the next seam delivers it), and the answer's
 text and tool calls are streamed.
 Every notification is awaited before the prompt's response is returned.
+
+A save that fails (Redis restarting, a locked file) is tried again, waiting a little longer each
+time, for up to :data:`SAVE_RETRY_SECONDS` (and half the lease, so the worker still holds the
+session when it writes); the directives of the request are announced once a save has worked,
+so each is announced exactly once even when the failed write had in fact landed. When the store
+stays down longer, the prompt ends with an error; if its last save still lands, the directives
+it committed are announced before that error. A failed pick-up after an answer is only logged:
+the answer is kept, and the watcher or the next answer picks up what was missed.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
+from .._core.errors import AgentRemindersError, StoreError
 from .._core.events import EventRecord, Kind
 from .._core.records import Reminder
 from .._core.request import ModelRequest, ModelResponse, ToolCall, ToolResult
@@ -26,6 +38,13 @@ if TYPE_CHECKING:
     from .acp import Bridge, Connection
 
 __all__ = ["STOP_REASONS", "PromptRun"]
+
+log = logging.getLogger("agent_reminders.bridge")
+# how long a prompt keeps trying to save while the store fails (at most half the lease: past
+# the lease another worker may own the session), and the first and the longest pause between
+# two tries
+SAVE_RETRY_SECONDS = 10.0
+SAVE_PAUSE_SECONDS = (0.05, 1.0)
 
 STOP_REASONS = {
     "completed": "end_turn",
@@ -60,6 +79,7 @@ class PromptRun:
         self.fired: list[str] = []
         self.open_calls: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResult] = {}
+        self._failing_since: float | None = None  # when the saves started failing
 
     async def update(self, update: dict[str, Any]) -> None:
         await self.connection.notify(
@@ -86,6 +106,11 @@ class PromptRun:
             else:
                 await self.update(tool_result_update(call_id, result.ok, result.content))
             del self.open_calls[call_id]
+        await self._announce_fired()
+
+    async def _announce_fired(self) -> None:
+        """Announce the directives committed since the last announcement (call it only once
+        they are saved)."""
         if self.fired:
             by_id = {r.id: r for r in self.session.transcript.reminders}
             fired, self.fired = self.fired, []
@@ -93,6 +118,38 @@ class PromptRun:
                 reminder = by_id.get(rid)
                 if reminder is not None:
                     await self._announce(reminder)
+
+    async def save(self) -> None:
+        """Save the session, trying again while the store fails (see the module's text).
+
+        Raises:
+            StoreError: the store still failed when the time to try again ran out, or the
+                prompt was cancelled meanwhile (perhaps because the lease was lost).
+        """
+        window = min(SAVE_RETRY_SECONDS, self.bridge.settings.lease_seconds / 2)
+        pause, longest = SAVE_PAUSE_SECONDS
+        while True:
+            try:
+                await self.bridge.store.save_session(self.session.state())
+            except StoreError as exc:
+                now = anyio.current_time()
+                if self._failing_since is None:
+                    self._failing_since = now
+                    log.warning(
+                        "session %s: saving failed, trying again for up to %.1f s: %s",
+                        self.session.id,
+                        window,
+                        exc,
+                    )
+                if now - self._failing_since >= window or self.live.cancel.is_set():
+                    raise
+                await anyio.sleep(pause)
+                pause = min(pause * 2, longest)
+            else:
+                if self._failing_since is not None:
+                    log.warning("session %s: saved again; the store answers", self.session.id)
+                    self._failing_since = None
+                return
 
     def _tool_text(self, call_id: str) -> str:
         for message in reversed(self.session.transcript.messages):
@@ -121,13 +178,16 @@ class PromptRun:
 
         bridge = self.bridge
         assert bridge.model is not None
-        await bridge.store.save_session(self.session.state())
+        await self.save()
         log_path = bridge.settings.request_log
         if log_path is not None:
             await append_request(log_path, request)
         await self.flush()
         response = await bridge.model(request)
-        await self.live.pick_up(bridge.store)
+        try:
+            await self.live.pick_up(bridge.store)
+        except AgentRemindersError as exc:  # the answer is kept; the watcher tries again
+            log.warning("session %s: picking up from the store failed: %s", self.session.id, exc)
         message = response.message if isinstance(response, ModelResponse) else None
         if message is not None:
             content = message.get("content")
@@ -164,5 +224,8 @@ class PromptRun:
             await self.flush()
         finally:
             unsubscribe()
-            await self.bridge.store.save_session(self.session.state())
+            await self.save()
+            # reached after a failure too: directives of a request whose save failed are
+            # durable now, and are announced before the prompt's (error) reply
+            await self._announce_fired()
         return STOP_REASONS[result.status]

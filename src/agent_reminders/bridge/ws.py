@@ -2,7 +2,8 @@
 
 Authentication happens before the upgrade: no valid ``Authorization: Bearer <token>`` → HTTP
 401 and no socket (a token in the query string does not count); an ``Origin`` outside
-``allowed_origins`` → 403 (no ``Origin`` — a non-browser client — is allowed). Needs the
+``allowed_origins`` → 403 (no ``Origin`` — a non-browser client — is allowed). A request with
+two ``Authorization`` headers gets 401, one with two ``Origin`` headers 403. Needs the
 ``bridge`` extra (``websockets``).
 
 Each connection reads its frames in one loop and answers them there, in order; only
@@ -65,9 +66,9 @@ def _websockets() -> Any:
     try:
         from websockets.asyncio import server
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            'the WebSocket transport needs websockets: pip install "agent-reminders[bridge]"'
-        ) from None
+        from .._core.errors import missing_extra
+
+        raise missing_extra("websockets", "bridge", "the WebSocket transport") from None
     return server
 
 
@@ -121,10 +122,13 @@ async def serve_ws(
     scopes: dict[int, Any] = {}
 
     def check(connection: Any, request: Any) -> Any:
-        origin = request.headers.get("Origin")
-        if origin is not None and origin not in settings.allowed_origins:
+        # get_all, never get: get raises on a repeated header (a 500 and a traceback), and a
+        # repeated one is refused anyway, since a proxy in front may have acted on either
+        origins = request.headers.get_all("Origin")
+        if origins and (len(origins) > 1 or origins[0] not in settings.allowed_origins):
             return connection.respond(HTTPStatus.FORBIDDEN, "Origin not allowed\n")
-        scope = find_token(settings.tokens, request.headers.get("Authorization"))
+        given = request.headers.get_all("Authorization")
+        scope = find_token(settings.tokens, given[0]) if len(given) == 1 else None
         if scope is None:
             return connection.respond(HTTPStatus.UNAUTHORIZED, "Missing or invalid token\n")
         scopes[id(connection)] = scope

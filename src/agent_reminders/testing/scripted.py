@@ -18,6 +18,9 @@ __all__ = ["ScriptExhaustedError", "ScriptedModel", "response_from"]
 _MESSAGE_KEYS = frozenset({"message", "usage", "delay_seconds"})
 _SHORTHAND_KEYS = frozenset({"content", "tool_calls", "usage", "delay_seconds"})
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens")
+# requests a ScriptedModel keeps by default: far more than a test reads, and a bound for a
+# script looping in a long-running process
+_KEEP_REQUESTS = 100
 
 
 class ScriptExhaustedError(RuntimeError):
@@ -135,12 +138,19 @@ def response_from(item: ModelResponse | Mapping[str, Any], index: int = 0) -> Mo
 
 
 class ScriptedModel:
-    """A model that plays back responses in order and records every request in ``requests``.
+    """A model that plays back responses in order and records the requests it gets in
+    ``requests``.
 
     ``responses`` are :class:`ModelResponse` values or mappings (see :func:`response_from`);
     an entry's ``delay_seconds`` makes the model wait that long before answering, without
     blocking the event loop (``anyio.sleep``) — a stand-in for a real model's latency. With
     ``loop=True`` it starts over instead of running out.
+
+    ``requests`` holds the last ``keep_requests`` requests, oldest first (default 100, more
+    than a test reads; ``None`` keeps every one, ``0`` none): a request holds the conversation
+    it carried, so a script looping in a long-running process would otherwise grow without
+    end (``serve --model scripted:PATH`` keeps none). ``calls`` counts every request, kept or
+    not.
 
     Example:
         >>> import anyio
@@ -151,15 +161,27 @@ class ScriptedModel:
         >>> len(model.requests), model.name
         (1, 'scripted')
 
+        A looping script that keeps only its last two requests:
+
+        >>> model = ScriptedModel([{"content": "ok"}], loop=True, keep_requests=2)
+        >>> for turn in range(5):
+        ...     _ = anyio.run(model, ModelRequest(system="", messages=[], turn=turn))
+        >>> [r.turn for r in model.requests], model.calls
+        ([3, 4], 5)
+
     Raises:
         ScriptError: a malformed entry (naming its index and key); ``ValueError`` for an empty
-            script.
+            script or a ``keep_requests`` that is not ``None`` or an int >= 0.
     """
 
     name = "scripted"
 
     def __init__(
-        self, responses: Iterable[ModelResponse | Mapping[str, Any]], *, loop: bool = False
+        self,
+        responses: Iterable[ModelResponse | Mapping[str, Any]],
+        *,
+        loop: bool = False,
+        keep_requests: int | None = _KEEP_REQUESTS,
     ) -> None:
         steps = [
             item if isinstance(item, _Step) else _step(item, f"response {i}")
@@ -171,11 +193,30 @@ class ScriptedModel:
         self.delays: list[float] = [s.delay for s in steps]
         self.loop = loop
         self.requests: list[ModelRequest] = []
+        self.keep_requests = keep_requests
+        self.calls = 0
         self._next = 0
 
+    @property
+    def keep_requests(self) -> int | None:
+        """How many of the latest requests ``requests`` keeps (``None``: all). Setting it
+        drops the older ones at once."""
+        return self._keep
+
+    @keep_requests.setter
+    def keep_requests(self, value: int | None) -> None:
+        if value is not None and (type(value) is not int or value < 0):
+            raise ValueError(f"keep_requests must be None or an int >= 0; got {value!r}")
+        self._keep = value
+        if value is not None:
+            del self.requests[: max(len(self.requests) - value, 0)]
+
     @classmethod
-    def from_file(cls, path: str | Path, *, loop: bool = False) -> ScriptedModel:
-        """Read a JSON array, or JSON Lines, of response mappings (UTF-8, a BOM is fine).
+    def from_file(
+        cls, path: str | Path, *, loop: bool = False, keep_requests: int | None = _KEEP_REQUESTS
+    ) -> ScriptedModel:
+        """Read a JSON array, or JSON Lines, of response mappings (UTF-8, a BOM is fine);
+        ``loop`` and ``keep_requests`` as for the constructor.
 
         Example:
             >>> import json, pathlib, tempfile
@@ -226,7 +267,8 @@ class ScriptedModel:
                 where = f"script {file}: response {len(entries)} (line {number})"
                 entries.append((item, where))
         steps = [_step(item, where) for item, where in entries]
-        return cls(steps, loop=loop)  # type: ignore[arg-type]  # _Step passes through
+        # _Step passes through
+        return cls(steps, loop=loop, keep_requests=keep_requests)  # type: ignore[arg-type]
 
     @property
     def remaining(self) -> int:
@@ -234,12 +276,17 @@ class ScriptedModel:
         return len(self.responses) - self._next
 
     async def __call__(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
+        self.calls += 1
+        keep = self._keep
+        if keep is None or keep > 0:
+            if keep is not None and len(self.requests) >= keep:
+                del self.requests[: len(self.requests) - keep + 1]
+            self.requests.append(request)
         if self._next >= len(self.responses):
             if not self.loop:
                 raise ScriptExhaustedError(
                     f"ScriptedModel ran out after {len(self.responses)} responses "
-                    f"(request {len(self.requests)} for session {request.session_id!r})"
+                    f"(request {self.calls} for session {request.session_id!r})"
                 )
             self._next = 0
         index = self._next
