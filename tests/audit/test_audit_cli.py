@@ -60,6 +60,7 @@ def audit(*args: str, input: str | None = None) -> Any:
     return runner.invoke(app, ["audit", *args], input=input)
 
 
+@pytest.mark.usefixtures("tiktoken_encodings")
 def test_json_has_exactly_the_keys_of_the_spec(clean: Path) -> None:
     result = audit(str(clean), "--json")
     assert result.exit_code == 0, result.output
@@ -120,7 +121,7 @@ def test_bad_line_is_one_error_line_and_nothing_is_reported(tmp_path: Path) -> N
     path.write_text(json.dumps(chat(A)) + "\n" + "{oops\n", encoding="utf-8")
     out = tmp_path / "report.html"
     done = run_cli(["audit", str(path), "--json", "--html", str(out)])
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
@@ -136,13 +137,14 @@ def test_stdin_dash(broken: Path) -> None:
     assert data["requests"] == 3
     assert data["prefix_breaks"] == [{"request": 2, "message": 1, "reason": "message_changed"}]
     bad = run_cli(["audit", "-"], stdin='{"messages": []}\n[1]\n')
-    assert bad.returncode == 1
+    assert bad.returncode == 2
     assert bad.stderr.strip() == "error: RMD-111: stdin line 2: not a JSON object but an array"
     failing = run_cli(["audit", "-", "--fail-on-break"], stdin=broken.read_text(encoding="utf-8"))
     assert failing.returncode == 1
     assert "message_changed" in failing.stdout
 
 
+@pytest.mark.usefixtures("tiktoken_encodings")
 def test_format_and_encoding_options(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r.jsonl", [{"messages": [A]}, {"messages": [A, B]}])
     data = json.loads(audit(str(path), "--json", "--format", "anthropic").stdout)
@@ -154,10 +156,10 @@ def test_format_and_encoding_options(tmp_path: Path) -> None:
         "encoding"
     ] == ("cl100k_base")
     bad = audit(str(path), "--encoding", "o300k")
-    assert bad.exit_code == 1
+    assert bad.exit_code == 2
     assert "--encoding 'o300k' is not a tiktoken encoding; known: " in bad.output
     wrong = audit(str(path), "--format", "gemini")
-    assert wrong.exit_code == 1
+    assert wrong.exit_code == 2
     assert "--format must be one of auto, openai, anthropic, log" in wrong.output
 
 
@@ -169,13 +171,13 @@ def test_prices(broken: Path) -> None:
     # these prompts are under 1,024 tokens: nothing is cached under either provider
     assert plain == free == {"openai": 1.0, "anthropic": 1.0}
     negative = audit(str(broken), "--price-read", "-1")
-    assert negative.exit_code == 1
+    assert negative.exit_code == 2
     assert "--price-read must be 0 or more" in negative.output
 
 
 def test_missing_file_is_one_line(tmp_path: Path) -> None:
     result = audit(str(tmp_path / "nope.jsonl"))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.startswith("error: ")
     assert "nope.jsonl" in result.output
 

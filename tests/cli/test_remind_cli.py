@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_remind_pending_revoke_through_the_default_store(project: Path) -> None:
     )
     assert made.code == 0, made.err
     rid = made.out.strip()
-    assert len(rid) == 32
+    assert uuid.UUID(rid).version == 7  # the one id format of every reminder
     # latest = the most recently active session: "newer"
     listed = cli("pending", "--json", cwd=project)
     assert listed.code == 0, listed.err
@@ -255,8 +256,9 @@ def test_unknown_session_latest_and_missing_store(project: Path, tmp_path: Path)
     run = cli("pending", cwd=elsewhere)
     assert run.code == 1
     assert run.line == (
-        "error: RMD-109: no session store at ./.agent-reminders/state.db: the file does not "
-        "exist (nothing was created)"
+        "error: RMD-109: no session store at ./.agent-reminders/state.db: its folder "
+        ".agent-reminders does not exist (nothing was created); create it with: "
+        "agent-reminders sessions new"
     )
     assert list(elsewhere.iterdir()) == []
 

@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .._core.errors import BridgeConnectionError
+from .._core.errors import BridgeConnectionError, missing_extra
 from .._core.fields import Authority
 from .dispatcher import Dispatcher, encode
 
@@ -189,9 +189,7 @@ async def open_websocket(
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            'BridgeClient.connect_ws needs websockets: pip install "agent-reminders[bridge]"'
-        ) from None
+        raise missing_extra("websockets", "bridge", "BridgeClient.connect_ws") from None
     headers = None if token is None else {"Authorization": f"Bearer {token}"}
     try:
         return await connect(

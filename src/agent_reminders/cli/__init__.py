@@ -15,21 +15,28 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperGroup
 
+from .._core.errors import CODES
 from .._core.errors import explain as _explain
 from .._version import __version__
 from .audit import audit
-from .common import handle_errors, state
+from .common import handle_errors, state, tidy_help
 from .demo import demo
 from .facts import facts_app
 from .hook import hook_app
 from .remind import pending, remind, revoke
 from .serve import serve
+from .sessions import sessions_app
 
 __all__ = ["app", "main"]
 
 
 class _OneLineErrors(TyperGroup):
-    """Usage errors print one ``error: …`` line (exit 2) instead of click's usage block."""
+    """Usage errors print one ``error: …`` line (exit 2) instead of click's usage block; every
+    help text is tidied for the terminal once, when the command tree is built."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        tidy_help(self)
 
     def main(
         self,
@@ -88,6 +95,7 @@ app = typer.Typer(
 )
 app.add_typer(facts_app, name="facts")
 app.add_typer(hook_app, name="hook")
+app.add_typer(sessions_app, name="sessions")
 app.command(name="serve")(serve)
 app.command(name="remind")(remind)
 app.command(name="pending")(pending)
@@ -126,10 +134,24 @@ def version() -> None:
     typer.echo(__version__)
 
 
-@app.command()
+def _code_ranges() -> str:
+    """The codes of the table as runs: ``RMD-001 … RMD-009, RMD-101 … RMD-111``."""
+    runs: list[list[int]] = []
+    for number in sorted(int(code.removeprefix("RMD-")) for code in CODES):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(
+        f"RMD-{run[0]:03d}" if len(run) == 1 else f"RMD-{run[0]:03d} … RMD-{run[-1]:03d}"
+        for run in runs
+    )
+
+
+@app.command(help=f"Explain a diagnostic code ({_code_ranges()}): its cause and its fix.")
 @handle_errors
 def explain(code: Annotated[str, typer.Argument(help="e.g. RMD-004 (any case).")]) -> None:
-    """Explain a diagnostic code (RMD-001 … RMD-009): its cause and its fix."""
+    """Print the cause-and-fix paragraph of a diagnostic code (exit 2 for an unknown one)."""
     try:
         typer.echo(_explain(code))
     except KeyError as exc:

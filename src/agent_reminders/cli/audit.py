@@ -8,12 +8,26 @@ from typing import Annotated
 
 import typer
 
-from .common import handle_errors
+from .common import handle_errors_with
 
 __all__ = ["audit"]
 
+# CI tells a finding from a failure, like grep and diff: 1 is a break, 2 an error.
+BREAK_EXIT = 1
+ERROR_EXIT = 2
 
-@handle_errors
+
+def _check_html(path: Path) -> None:
+    """Refuse an --html path the report cannot be written to, before the audit runs."""
+    from .._core.errors import ConfigError
+
+    if path.is_dir():
+        raise ConfigError(f"--html {path}: is a folder; give the report's file name")
+    if not path.parent.is_dir():
+        raise ConfigError(f"--html {path}: the folder {path.parent} does not exist")
+
+
+@handle_errors_with(ERROR_EXIT)
 def audit(
     file: Annotated[
         str,
@@ -42,7 +56,9 @@ def audit(
     ] = None,
     fail_on_break: Annotated[
         bool,
-        typer.Option("--fail-on-break", help="Exit 1 when any prefix break is found."),
+        typer.Option(
+            "--fail-on-break", help="Exit 1 when any prefix break is found (errors exit 2)."
+        ),
     ] = False,
     price_read: Annotated[
         float | None,
@@ -58,19 +74,31 @@ def audit(
     """Audit successive model requests: every prefix break, and prompt-cache reuse under the
     exact, OpenAI, Anthropic and vLLM cache models.
 
-    A line that is not a request is one error naming the line (exit 1), and nothing is
-    reported. Exit 0 on a clean run; with --fail-on-break, 1 when a break is found (after the
-    report is printed).
+    Exit codes: 0 a clean run (without --fail-on-break, also a run that found breaks); 1 a
+    prefix break with --fail-on-break, after the report is printed; 2 an error, with nothing
+    reported: input that is not successive requests, a file that cannot be read, a bad
+    option. An error is one line on stderr, error: RMD-NNN: ..., naming the line or the file
+    (agent-reminders explain RMD-NNN says more).
     """
     from rich.console import Console
 
+    from .._core.errors import AuditError, ConfigError
     from ..audit import audit_file, print_table, render_html
 
-    report = audit_file(
-        file, format=format, encoding=encoding, price_read=price_read, price_write=price_write
-    )
     if html is not None:
-        html.write_text(render_html(report), encoding="utf-8")
+        _check_html(html)
+    try:
+        report = audit_file(
+            file, format=format, encoding=encoding, price_read=price_read, price_write=price_write
+        )
+    except OSError as exc:  # the input itself: missing, a folder, not readable
+        name = "stdin" if file == "-" else file
+        raise AuditError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    if html is not None:
+        try:
+            html.write_text(render_html(report), encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--html {html}: cannot be written ({exc.strerror or exc})") from None
     if as_json:
         # the keys in the order of spec 07 (emit_json would sort them)
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
@@ -81,4 +109,4 @@ def audit(
     if html is not None:
         typer.echo(f"wrote {html}", err=True)
     if fail_on_break and report.prefix_breaks:
-        raise typer.Exit(1)
+        raise typer.Exit(BREAK_EXIT)

@@ -68,7 +68,9 @@ def _show(facts: list[Fact], *, as_json: bool, scores: bool) -> None:
             typer.echo("\t".join(" ".join(x.split()) for x in fields) + score)
         return
     table = Table(show_lines=False)
-    for column in ("id", "kind", "conf.", "claim", "evidence", *(["score"] if scores else [])):
+    # an id is copied off the screen into facts delete: never wrapped, never cropped
+    table.add_column("id", no_wrap=True, min_width=max(len(f.id) for f in facts))
+    for column in ("kind", "conf.", "claim", "evidence", *(["score"] if scores else [])):
         table.add_column(column, overflow="fold")
     for f in facts:
         evidence = ", ".join(f"{e['kind']}:{e['ref']}" for e in f.evidence)

@@ -13,8 +13,11 @@ is no second copy here. A refused request prints one line and changes nothing.
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -24,8 +27,19 @@ from .serve import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from ..bridge import BridgeClient, RpcError
+    from ..storage import Store
 
-__all__ = ["LATEST", "TOKEN_ENV", "pending", "remind", "revoke"]
+__all__ = [
+    "JsonOption",
+    "LATEST",
+    "StoreOption",
+    "TOKEN_ENV",
+    "new_session_command",
+    "open_existing",
+    "pending",
+    "remind",
+    "revoke",
+]
 
 TOKEN_ENV = "AGENT_REMINDERS_TOKEN"
 LATEST = "latest"
@@ -121,7 +135,6 @@ def _run(target: _Target, call: Callable[[BridgeClient, str | None], Awaitable[T
 
 async def _call(target: _Target, call: Callable[[BridgeClient, str | None], Awaitable[T]]) -> T:
     from ..bridge import Bridge, BridgeClient
-    from ..storage import open_store
 
     if target.url is not None:
         token = os.environ.get(TOKEN_ENV) or None
@@ -129,22 +142,44 @@ async def _call(target: _Target, call: Callable[[BridgeClient, str | None], Awai
             # the bridge has no "latest session" method: leaving sessionId out asks for its
             # only session (04 §3)
             return await call(client, None if target.session == LATEST else target.session)
-    # a store this command does not find is not created: nothing to remind there
-    options: dict[str, Any] = (
-        {} if target.store.startswith(("memory:", "redis")) else {"create": False}
-    )
-    async with await open_store(target.store, **options) as store:
+    async with await open_existing(target.store) as store:
         session_id = target.session
         if session_id == LATEST:
             latest = await store.latest_session()
             if latest is None:
                 raise fail(
                     f"no session {target.where} yet: --session latest needs one (start one "
-                    "with agent-reminders serve, or give --session ID)"
+                    f"with: {new_session_command(target.store)}; or give --session ID)"
                 )
             session_id = latest
         async with BridgeClient.in_process(Bridge(store)) as client:
             return await call(client, session_id)
+
+
+def new_session_command(store: str) -> str:
+    """The command line that makes a session in ``store`` (the store too, when missing)."""
+    given = "" if store == DEFAULT_STORE else f" --store {shlex.quote(store)}"
+    return f"agent-reminders sessions new{given}"
+
+
+async def open_existing(store: str) -> Store:
+    """Open ``store`` without creating it: a command that finds no store has nothing to read
+    or remind there, and says how to make one."""
+    from .._core.errors import StoreError
+    from ..storage import folder_options, open_store, sqlite_path
+
+    file = sqlite_path(store)
+    options: dict[str, Any] = {} if file is None else {"create": False}
+    try:
+        return await open_store(store, **options)
+    except StoreError as exc:
+        if file is None or Path(file).exists():
+            raise
+        if not (
+            Path(file).parent.is_dir() or folder_options(store, DEFAULT_STORE).get("create_folders")
+        ):
+            raise  # sessions new would refuse that folder too: no command to suggest
+        raise StoreError(f"{exc.message}; create it with: {new_session_command(store)}") from None
 
 
 def _number(text: str | None) -> int | str | None:
@@ -160,7 +195,10 @@ def _number(text: str | None) -> int | str | None:
 
 @handle_errors
 def remind(
-    body: Annotated[str, typer.Argument(help="The reminder's text.")],
+    body: Annotated[
+        str,
+        typer.Argument(help="The reminder's text; '-' reads it from stdin.", show_default=False),
+    ],
     session: SessionOption = LATEST,
     ttl_turns: Annotated[
         str | None,
@@ -192,8 +230,14 @@ def remind(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Queue a reminder for a session and print its id (validated as session/remind is)."""
+    """Queue a reminder for a session and print its id (validated as session/remind is).
+
+    BODY '-' reads the text from stdin (for CI jobs and file watchers); the line breaks at its
+    end are dropped.
+    """
     target = _target(url, store, session)
+    if body == "-":
+        body = _stdin_body()
     given = {
         "ttl_turns": _number(ttl_turns),
         "dedupe_key": dedupe_key,
@@ -212,6 +256,21 @@ def remind(
         emit_json({"reminderId": reminder_id})
     else:
         typer.echo(reminder_id)
+
+
+def _stdin_body() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise fail("remind -: standard input is not UTF-8 text", 2) from None
+    if not text.strip():
+        raise fail(
+            "remind -: standard input is empty; pipe the reminder's text in "
+            "(echo TEXT | agent-reminders remind -)",
+            2,
+        )
+    return text
 
 
 @handle_errors
@@ -250,7 +309,9 @@ def pending(
     from rich.text import Text
 
     table = Table()
-    for column in ("id", "kind", "mode", "text", "tags"):
+    # an id is copied off the screen into revoke: never wrapped, never cropped
+    table.add_column("id", no_wrap=True, min_width=max(len(cell[0]) for cell in cells))
+    for column in ("kind", "mode", "text", "tags"):
         table.add_column(column, overflow="fold")
     for cell in cells:
         # Text cells: a stored "[bold]" is shown as typed, never as rich markup

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,6 +14,15 @@ from .common import handle_errors
 __all__ = ["DEFAULT_STORE", "serve"]
 
 DEFAULT_STORE = "sqlite:./.agent-reminders/state.db"
+
+
+def _store_options(store: str) -> dict[str, Any]:
+    """The SQLite-only options of serve's store: the whole file checked at start (serve opens
+    it once, then runs for long), and missing folders made only for the default store."""
+    from ..storage import folder_options
+
+    options = folder_options(store, DEFAULT_STORE)
+    return {**options, "check": "full"} if options else {}
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -63,10 +72,11 @@ def serve(
 ) -> None:
     """Run an agent as an ACP-style JSON-RPC server on stdin/stdout (logs on stderr).
 
-    The store is opened (and migrated) before the first frame is read: a store that cannot
-    be opened ends the command at once with one line on stderr. Then one line names this
-    worker (``worker HOST:PID:RANDOM (RedisStore)``): the owner other workers on the same
-    store report while it prompts a session (``-32006``, ``data.owner``).
+    The store is opened (checked and migrated) before the first frame is read: a store that
+    cannot be opened — damaged, or in a folder that does not exist (only the default store's
+    folder is created) — ends the command at once with one line on stderr. Then one line
+    names this worker (``worker HOST:PID:RANDOM (RedisStore)``): the owner other workers on
+    the same store report while it prompts a session (``-32006``, ``data.owner``).
     """
     import anyio
 
@@ -75,16 +85,21 @@ def serve(
     from ..bridge.stdio import serve_stdio
     from ..models import parse_model_spec
     from ..storage import open_store
+    from ..testing.scripted import ScriptedModel
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings(config, max_iterations=max_iterations, request_log=request_log)
     chosen = None if model is None else parse_model_spec(model, base_url=base_url)
+    if isinstance(chosen, ScriptedModel):
+        # nothing in a server reads the requests back (--request-log records them), and a
+        # looping script kept every one it got: a long-running server grew without end
+        chosen.keep_requests = 0
     address = None if ws is None else _address(ws)
     if address is not None and not settings.tokens:
         raise ConfigError("--ws needs at least one [[tokens]] entry in the --config file")
 
     async def main() -> None:
-        opened = await open_store(store)
+        opened = await open_store(store, **_store_options(store))
         async with opened:
             bridge = Bridge(opened, model=chosen, settings=settings)
             # the id other workers name in -32006 (data.owner) while this one prompts

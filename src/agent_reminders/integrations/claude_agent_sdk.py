@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from .._core.errors import ConfigError
+from .._core.errors import ConfigError, missing_extra
 from .claude_code import HOOK_EVENTS, answer_hook
 
 if TYPE_CHECKING:
@@ -39,10 +39,7 @@ def _sdk() -> Any:
     try:
         import claude_agent_sdk
     except ImportError as exc:  # pragma: no cover - the dev environment has it
-        raise ImportError(
-            "reminder_hooks needs the Claude Agent SDK: pip install "
-            "'agent-reminders[claude-agent-sdk]'"
-        ) from exc
+        raise missing_extra("the Claude Agent SDK", "claude-agent-sdk", "reminder_hooks") from exc
     return claude_agent_sdk
 
 

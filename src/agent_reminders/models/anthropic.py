@@ -12,10 +12,9 @@ from typing import Any
 try:
     import anthropic
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        "agent_reminders.models.anthropic needs the anthropic package: "
-        'pip install "agent-reminders[anthropic]"'
-    ) from exc
+    from .._core.errors import missing_extra
+
+    raise missing_extra("anthropic", "anthropic", "agent_reminders.models.anthropic") from exc
 
 from .._core.errors import ConfigError, ModelError
 from .._core.records import Message

@@ -13,10 +13,9 @@ from typing import Any
 try:
     import openai
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        "agent_reminders.models.openai needs the openai package: "
-        'pip install "agent-reminders[openai]"'
-    ) from exc
+    from .._core.errors import missing_extra
+
+    raise missing_extra("openai", "openai", "agent_reminders.models.openai") from exc
 
 from .._core.errors import ConfigError, ModelError
 from .._core.records import Message
