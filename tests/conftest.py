@@ -7,6 +7,7 @@ and import only public modules of ``agent_reminders``.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -134,3 +135,75 @@ def _tiktoken_files(monkeypatch: pytest.MonkeyPatch) -> None:
     basename, so a second one would clash.)"""
     if "TIKTOKEN_CACHE_DIR" not in os.environ and _SHARED_TIKTOKEN.is_dir():
         monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(_SHARED_TIKTOKEN))
+
+
+@functools.cache
+def _tiktoken_missing(cache_dir: str | None) -> str | None:
+    """Why tiktoken's two encodings cannot be loaded here (``None``: they can)."""
+    try:
+        import tiktoken
+    except ImportError:
+        return "tiktoken is not installed"
+    try:
+        for name in ("o200k_base", "cl100k_base"):
+            tiktoken.get_encoding(name)
+    except Exception as exc:  # no network and no cached files: requests' or OS errors
+        return (
+            f"tiktoken's encoding files cannot be had here ({type(exc).__name__}; "
+            f"TIKTOKEN_CACHE_DIR={cache_dir}): the audit falls back to bytes/4"
+        )
+    return None
+
+
+@pytest.fixture
+def tiktoken_encodings() -> None:
+    """Skip, saying why, when tiktoken's encoding files cannot be loaded (a fresh clone offline
+    without the shared copy): tests of exact token counts need them; the rest of the audit
+    runs on its documented fallback."""
+    reason = _tiktoken_missing(os.environ.get("TIKTOKEN_CACHE_DIR"))
+    if reason is not None:
+        pytest.skip(reason)
+
+
+# -- real mounts (root only): a full disk and a read-only volume -----------------------------
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB tmpfs mounted for this test (root only; skipped otherwise)."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+@pytest.fixture
+def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """``(folder, view)``: ``view`` a real read-only bind mount of ``folder`` (root only;
+    skipped otherwise). The file system answers every write under ``view`` with EROFS, as a
+    read-only volume does, whoever asks (root ignores permission bits, so a ``chmod`` would
+    prove nothing)."""
+    folder, view = tmp_path / "data", tmp_path / "view"
+    folder.mkdir()
+    view.mkdir()
+    done = subprocess.run(
+        ["mount", "--bind", str(folder), str(view)], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {done.stderr.decode().strip()}")
+    try:
+        subprocess.run(
+            ["mount", "-o", "remount,bind,ro", str(view)], capture_output=True, check=True
+        )
+        yield folder, view
+    finally:
+        subprocess.run(["umount", "-l", str(view)], check=True)

@@ -9,6 +9,7 @@ this queue unchanged.
 from __future__ import annotations
 
 import copy
+import json
 import sys
 import threading
 from collections import OrderedDict
@@ -20,9 +21,15 @@ from ._core.errors import QueueError, ReminderError
 from ._core.fields import (
     AUTHORITY_RANK,
     DEFAULT_MAX_BODY_BYTES,
+    MAX_ID_BYTES,
+    MAX_KEY_BYTES,
+    MAX_META_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
     PAYLOAD_KEYS,
     Authority,
     coerce_enum,
+    over_limit,
     pending_row_fields,
     validate_reminder_payload,
 )
@@ -32,7 +39,13 @@ from ._core.records import DeliveryMode
 from .loop.seams import SEAMS
 
 __all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
     "InjectionQueue",
+    "MAX_ID_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_META_BYTES",
+    "MAX_TAGS",
+    "MAX_TAG_BYTES",
     "MODE_ALIASES",
     "QueueError",
     "QueueItem",
@@ -141,6 +154,16 @@ def _check_content(content: object) -> str | list[dict[str, Any]]:
         check_text(content, "content")
         return [dict(b) for b in content]
     raise _bad("content must be a non-blank string or a non-empty list of content blocks")
+
+
+def _content_size(content: str | list[dict[str, Any]]) -> int:
+    """A user item's size in UTF-8 bytes: its text, or its blocks as compact JSON (content
+    that passed ``_check_content`` holds no lone surrogate)."""
+    text = content if isinstance(content, str) else _CONTENT_JSON.encode(content)
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+_CONTENT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class InjectionQueue:
@@ -257,6 +280,9 @@ class InjectionQueue:
     ) -> QueueItem:
         """The item :meth:`inject` would queue, validated the same way, without queueing it."""
         checked = _check_content(content)
+        size = _content_size(checked)
+        if size > self.max_body_bytes:
+            raise over_limit("content", size, self.max_body_bytes)
         resolved = normalize_mode(mode)
         return QueueItem(
             kind="user", id=self._new_id(), mode=resolved, payload={"content": checked}

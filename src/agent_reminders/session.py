@@ -14,7 +14,7 @@ from ._core.envelope import (
     check_style,
     commit_directives,
     message_text,
-    neutralize_untrusted,
+    neutralize_content,
 )
 from ._core.errors import ConfigError, ReminderError
 from ._core.events import EventLog
@@ -73,15 +73,6 @@ class SeamResult:
 _NOTHING_AT: dict[str, SeamResult] = {
     seam: SeamResult(seam=seam, delivered=(), dispatch_skipped=False) for seam in SEAMS
 }
-
-
-def _neutralize_content(content: Any) -> Any:
-    if isinstance(content, str):
-        return neutralize_untrusted(content)
-    return [
-        {**b, "text": neutralize_untrusted(b["text"])} if isinstance(b.get("text"), str) else b
-        for b in content
-    ]
 
 
 class Session:
@@ -463,7 +454,7 @@ class Session:
             elif item.kind == "reminder":
                 self._insert(self._queued_reminder(item))
             else:
-                content = _neutralize_content(item.payload["content"])
+                content = neutralize_content(item.payload["content"])
                 user = validate_message({"role": "user", "content": content})
                 if self._open_calls:
                     self._held.append(user)

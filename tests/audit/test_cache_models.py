@@ -7,7 +7,6 @@ is 12 bytes, the text, then 16 bytes, one token per 4 bytes (the last one shorte
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import pytest
@@ -237,9 +236,10 @@ def test_reuse_is_cached_over_all_prompt_tokens() -> None:
     assert report.reuse["vllm"] == pytest.approx(1248 / total)
 
 
+@pytest.mark.usefixtures("tiktoken_encodings")
 def test_tiktoken_counts_each_element_s_canonical_json() -> None:
-    tiktoken = pytest.importorskip("tiktoken")
-    assert os.environ.get("TIKTOKEN_CACHE_DIR")
+    import tiktoken
+
     system = {"role": "system", "content": "Be brief."}
     body = {"messages": [system, user("héllo wörld"), assistant("ok")]}
     for name in ("o200k_base", "cl100k_base"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ async def test_the_acp_sdk_client_runs_serve(tmp_path: Path) -> None:
         remind = await conn.ext_method(
             "session/remind", {"sessionId": session.session_id, "body": "CI is red"}
         )
-        assert len(remind["reminderId"]) == 32
+        assert uuid.UUID(remind["reminderId"]).version == 7
         pending = await conn.ext_method(
             "session/pending_injections", {"sessionId": session.session_id}
         )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_reminders import Reminder, neutralize_untrusted, render_envelope
 
@@ -28,10 +31,10 @@ STRICT_TAG = re.compile(
 )
 
 
-def load_corpus() -> list[str]:
+def load_corpus(path: Path = CORPUS_PATH) -> list[str]:
     """Entries are separated by lines holding exactly ``%%``; the text before the first is a
     header. An entry keeps its inner line breaks and has no trailing line break."""
-    lines = CORPUS_PATH.read_text(encoding="utf-8").split("\n")
+    lines = path.read_text(encoding="utf-8").split("\n")
     entries: list[str] = []
     buffer: list[str] = []
     seen_separator = False
@@ -210,3 +213,117 @@ def test_a_whole_rendered_envelope_is_defanged() -> None:
 def test_non_str_raises_type_error(value: object) -> None:
     with pytest.raises(TypeError):
         neutralize_untrusted(value)  # type: ignore[arg-type]
+
+
+# -- look-alikes: what a model reads as the same tag (forged_lookalikes.txt) -------------------
+
+LOOKALIKES_PATH = CORPUS_PATH.with_name("forged_lookalikes.txt")
+_OPENERS = "<\ufe64\uff1c"
+# An independent reading of text as a model would see it: compatibility forms folded, invisible
+# format characters and accents gone, a few letters of other scripts read as their Latin twins,
+# any dash or an underscore read as a hyphen.
+_TWINS = str.maketrans(
+    {
+        "\u0456": "i", "\u03b9": "i", "\u0441": "c", "\u0435": "e", "\u043e": "o",
+        "\u03bf": "o", "\u0455": "s", "_": "-",
+    }
+)  # fmt: skip
+
+
+def model_reading(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text)
+    kept = "".join(
+        "-" if unicodedata.category(c) == "Pd" else c
+        for c in unicodedata.normalize("NFD", folded)
+        if unicodedata.category(c) not in ("Cf", "Mn")
+    )
+    return kept.lower().translate(_TWINS)
+
+
+LOOKALIKES = load_corpus(LOOKALIKES_PATH)
+
+
+def test_the_look_alike_corpus_is_read_whole() -> None:
+    assert len(LOOKALIKES) >= 20
+    assert len(set(LOOKALIKES)) == len(LOOKALIKES)
+    assert all("%%" not in entry for entry in LOOKALIKES)
+
+
+@pytest.mark.parametrize("entry", LOOKALIKES)
+def test_look_alike_entries_are_tags_to_a_model(entry: str) -> None:
+    assert live_tag_starts(model_reading(entry)), entry
+
+
+@pytest.mark.parametrize("entry", LOOKALIKES)
+def test_look_alike_entries_are_neutralized(entry: str) -> None:
+    out = neutralize_untrusted(entry)
+    assert live_tag_starts(model_reading(out)) == set(), out
+    # only openers changed, each into "&lt;"
+    i = j = 0
+    while i < len(entry):
+        if entry[i] in _OPENERS and out[j : j + 4] == "&lt;" and entry[i : i + 4] != "&lt;":
+            j += 4
+        else:
+            assert entry[i] == out[j], (i, entry, out)
+            j += 1
+        i += 1
+    assert j == len(out)
+    assert neutralize_untrusted(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Привет <div> мир",
+        "\uff44\uff49\uff52\uff45\uff43\uff54\uff49\uff56\uff45 without a bracket",
+        "\uff1cdiv\uff1e and \ufe64span\ufe65",
+        "naïve <b>é</b> façade",
+        "List<dírective_id>",
+        "<systemreminder> é",
+        "<directive-x> ✓",
+        "<directive.x> ✓",
+        "\u200b<span>zero-width before markup</span>",
+        "emoji 🙂 <directives> <system-reminders>",
+        "Ελληνικά <\u03bf> και <\u03b9>",
+    ],
+)
+def test_ordinary_non_ascii_text_is_unchanged(text: str) -> None:
+    assert neutralize_untrusted(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '&lt;directive authority="contract"&gt;',
+        "&lt;/context-directives&gt; ü",
+        "&#60;system-reminder&#62;",
+        "&#x3c;directive&#x3e;",
+    ],
+)
+def test_entity_encoded_tags_are_left_as_they_are(text: str) -> None:
+    """A decision: an entity-encoded tag opens no element. It is the very form this function
+    writes (``<directive`` becomes ``&lt;directive``) and the form a directive's own body takes
+    when it quotes a tag, so rewriting it would make the function undo its own work on a second
+    pass and alter ordinary HTML-escaped text."""
+    assert neutralize_untrusted(text) == text
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters=_OPENERS)))
+@settings(max_examples=500, deadline=None)
+def test_text_without_an_opener_comes_back_as_the_same_object(text: str) -> None:
+    assert neutralize_untrusted(text) is text
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<", "\uff1c", "\ufe64", "/", " ", "\u200b", "directive", "d\u0456rective", "system",
+             "_", "-", "reminder", "context", "directives", ">", "é", "a", "\u0301", "&lt;"]
+        )
+    ).map("".join)
+)  # fmt: skip
+@settings(max_examples=1000, deadline=None)
+def test_neutralizing_twice_changes_nothing_more(text: str) -> None:
+    once = neutralize_untrusted(text)
+    assert neutralize_untrusted(once) == once
+    assert live_tag_starts(model_reading(once)) == set()

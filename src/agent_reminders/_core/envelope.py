@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -36,6 +37,7 @@ __all__ = [
     "commit_directives",
     "escape_body",
     "message_text",
+    "neutralize_content",
     "neutralize_untrusted",
     "project",
     "project_pending",
@@ -71,12 +73,71 @@ DIRECTIVE_BLOCK = re.compile(
     r"[^<]*\n</directive>"
 )
 
-# An opening or closing tag named exactly context-directives, directive or system-reminder, in
-# any case, with white space or line breaks inside; <directives>, <directiveX> and
-# List<directive_id> name other elements and stay as they are.
+# An opening or closing tag named context-directives, directive or system-reminder (an
+# underscore may stand for the hyphen), in any case, with white space or line breaks inside;
+# <directives>, <directiveX> and List<directive_id> name other elements and stay as they are.
+# ASCII text can hold no other look-alike, so this one pattern decides it.
 _LOOKALIKE_TAG = re.compile(
-    r"<(?=\s*/?\s*(?:context-directives|directive|system-reminder)(?![\w.:-]))", re.IGNORECASE
+    r"<(?=\s*/?\s*(?:context[-_]directives|directive|system[-_]reminder)(?![\w.:-]))",
+    re.IGNORECASE,
 )
+
+# Text with characters outside ASCII may spell a tag other ways a model reads the same: an
+# opener whose compatibility form is "<" (fullwidth, small form), characters that render as
+# nothing inside the name (zero-width space and joiners, soft hyphen, bidi marks), letters that
+# look like Latin ones (Cyrillic, Greek), compatibility letters (fullwidth, mathematical) and
+# combining accents. Such a candidate is read as a name after NFKC, with the invisible
+# characters and accents dropped and the look-alike letters folded, then judged like ASCII.
+_INVISIBLE = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u206a-\u206f\u3164\ufeff\uffa0"
+)
+_DASHES = "\u2010-\u2015\u2043\u2212\ufe58\ufe63\uff0d"
+# combining marks (accents) render on the letter before them
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_OPENERS = "<\ufe64\uff1c"  # "<", small and fullwidth: NFKC turns each into "<"
+_CANDIDATE = re.compile(
+    f"[{_OPENERS}](?=[\\s{_INVISIBLE}]*(?:[/\uff0f][\\s{_INVISIBLE}]*)?"
+    f"((?:[\\w.:{_DASHES}{_INVISIBLE}{_MARKS}-])+))"
+)
+_INVISIBLE_CHARS = re.compile(f"[{_INVISIBLE}]")
+# Letters that render like the Latin letters of the three names, folded to them (after
+# lower-casing). Compatibility forms (fullwidth, mathematical) are NFKC's work, not this table's.
+_LOOKALIKE_LETTERS = str.maketrans(
+    {
+        **dict.fromkeys("\u0430\u0251\u03b1", "a"),  # Cyrillic a, Latin alpha, Greek alpha
+        **dict.fromkeys("\u0441\u03f2\u1d04\u217d", "c"),
+        **dict.fromkeys("\u0501\u217e", "d"),
+        **dict.fromkeys("\u0435\u04bd", "e"),
+        **dict.fromkeys("\u0456\u03b9\u0269\u0131\u04cf\u2170", "i"),
+        **dict.fromkeys("\u043c\u217f", "m"),
+        **dict.fromkeys("\u043e\u03bf\u0585\u1d0f", "o"),
+        **dict.fromkeys("\u0433\u1d26", "r"),
+        **dict.fromkeys("\u0455\ua731", "s"),
+        **dict.fromkeys("\u0442\u03c4", "t"),
+        **dict.fromkeys("\u03bd\u0475\u1d20\u2174", "v"),
+        **dict.fromkeys("\u0445\u03c7\u2179", "x"),
+        **dict.fromkeys("\u0443\u04af", "y"),
+        **dict.fromkeys("\u043f\u0578", "n"),
+        **dict.fromkeys("_\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212", "-"),
+    }
+)
+_ENVELOPE_NAMES = frozenset({"context-directives", "directive", "system-reminder"})
+
+
+def _read_as_name(text: str) -> str:
+    """A candidate tag name as a model would read it: NFKC, without invisible characters and
+    combining accents, lower-cased, look-alike letters and dashes folded."""
+    plain = _INVISIBLE_CHARS.sub("", unicodedata.normalize("NFKC", text))
+    if not plain.isascii():
+        decomposed = unicodedata.normalize("NFD", plain)
+        plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return plain.lower().translate(_LOOKALIKE_LETTERS)
+
+
+def _defang_lookalike(match: re.Match[str]) -> str:
+    name = _read_as_name(match.group(1))
+    return "&lt;" if name in _ENVELOPE_NAMES else match.group(0)
 
 
 def escape_body(text: str) -> str:
@@ -157,20 +218,56 @@ def _envelope(items: list[Reminder], checked: EnvelopeStyle, instructions: bool)
 def neutralize_untrusted(text: str) -> str:
     """Defang look-alike envelope tags in text that comes from outside.
 
-    Every opening or closing tag named exactly ``context-directives``, ``directive`` or
-    ``system-reminder`` — any case, with attributes or white space inside — has its ``<``
-    replaced by ``&lt;``. All other text (``<directives>``, ``List<directive_id>``, any other
-    markup) is returned unchanged.
+    Every opening or closing tag named ``context-directives``, ``directive`` or
+    ``system-reminder`` — any case, an underscore for the hyphen, with attributes or white
+    space inside — has its ``<`` replaced by ``&lt;``. Text with characters outside ASCII is
+    also read the way a model reads it: a fullwidth or small-form ``<`` (U+FF1C, U+FE64),
+    invisible characters inside the name (zero-width space, joiners, soft hyphen), look-alike
+    letters (Cyrillic i, Greek omicron), fullwidth or mathematical letters and combining
+    accents make no difference, and the opener of such a tag becomes ``&lt;`` too. All other text
+    (``<directives>``, ``List<directive_id>``, any other markup, entity-encoded text such as
+    ``&lt;directive&gt;``, which opens no element) is returned unchanged, character for
+    character.
 
     Example:
         >>> neutralize_untrusted('ok </Directive > List<directive_id>')
         'ok &lt;/Directive > List<directive_id>'
+        >>> neutralize_untrusted('\\uff1cdirective> and <system_reminder>')
+        '&lt;directive> and &lt;system_reminder>'
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    if "<" not in text:  # every tag starts with one: the text is returned as it is
+    if text.isascii():
+        if "<" not in text:  # every tag starts with one: the text is returned as it is
+            return text
+        return _LOOKALIKE_TAG.sub("&lt;", text)
+    if "<" not in text and "\uff1c" not in text and "\ufe64" not in text:
         return text
-    return _LOOKALIKE_TAG.sub("&lt;", text)
+    return _CANDIDATE.sub(_defang_lookalike, text)
+
+
+def neutralize_content(content: Any) -> Any:
+    """``content`` with every string in it through :func:`neutralize_untrusted`, its shape
+    kept: a string, or content blocks (dicts and lists, as deep as they go; keys are kept).
+    What is unchanged is returned as the same object.
+
+    Example:
+        >>> neutralize_content([{"type": "resource", "resource": {"text": "<directive>"}}])
+        [{'type': 'resource', 'resource': {'text': '&lt;directive>'}}]
+    """
+    if isinstance(content, str):
+        return neutralize_untrusted(content)
+    if isinstance(content, list | tuple):
+        items = [neutralize_content(v) for v in content]
+        if all(a is b for a, b in zip(items, content, strict=True)):
+            return content
+        return type(content)(items)
+    if isinstance(content, Mapping):
+        values = {k: neutralize_content(v) for k, v in content.items()}
+        if all(values[k] is v for k, v in content.items()):
+            return content
+        return values
+    return content
 
 
 def message_text(message: Mapping[str, Any]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,6 +16,7 @@ __all__ = [
     "Diagnostic",
     "FactError",
     "MessageError",
+    "MissingExtraError",
     "ModelError",
     "ProviderSkippedError",
     "QueueError",
@@ -22,7 +25,9 @@ __all__ = [
     "Severity",
     "StateError",
     "StoreError",
+    "did_you_mean",
     "explain",
+    "missing_extra",
 ]
 
 Severity = Literal["error", "warning", "info"]
@@ -175,7 +180,8 @@ CODES: dict[str, tuple[str, str]] = {
         "that is neither an OpenAI Chat Completions body (messages), an OpenAI Responses body "
         "(input, instructions), an Anthropic Messages body (system, messages, tools) nor a line "
         "of this library's request log (session_id, system, messages), a line of another format "
-        "than the rest of the file, or no request at all. The message names the line. Nothing "
+        "than the rest of the file, no request at all, or a file that does not exist or cannot "
+        "be read (the message gives the system's reason). The message names the line. Nothing "
         "is reported from a partly read file: fix or drop that line, or pick the format with "
         "--format.",
     ),
@@ -362,6 +368,60 @@ class AuditError(AgentRemindersError, ValueError):
     def __init__(self, message: str, *, line: int | None = None) -> None:
         self.line = line
         super().__init__("RMD-111", message)
+
+
+class MissingExtraError(ImportError):
+    """An optional package a feature needs is not installed (made by :func:`missing_extra`).
+
+    Not an error of this library's input, so it has no RMD code: the message says what is
+    missing and the ``pip install`` that brings it.
+
+    Attributes:
+        name: The missing package (as :class:`ImportError` has it).
+        extra: The ``agent-reminders`` extra that installs it.
+    """
+
+    extra: str
+
+
+def missing_extra(package: str, extra: str, feature: str) -> MissingExtraError:
+    """The error ``feature`` raises when the optional ``package`` cannot be imported.
+
+    Every such message is worded here, so each reads the same: what needs what, then the one
+    command that fixes it.
+
+    Args:
+        package: The package that is missing, as a person would name it.
+        extra: The ``agent-reminders`` extra that installs it.
+        feature: What needs it (a module, a class, a command).
+
+    Example:
+        >>> print(missing_extra("redis", "redis", "RedisStore"))
+        RedisStore needs redis, which is not installed: pip install "agent-reminders[redis]"
+    """
+    install = f'pip install "agent-reminders[{extra}]"'
+    err = MissingExtraError(
+        f"{feature} needs {package}, which is not installed: {install}", name=package
+    )
+    err.extra = extra
+    return err
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"did you mean 'x'?"`` for the choice ``word`` most likely stands for (a choice it
+    begins, or a close spelling), else ``""``: a hint for an "unknown key" error.
+
+    Example:
+        >>> did_you_mean("ttl", ["body", "ttl_turns"])
+        "did you mean 'ttl_turns'?"
+        >>> did_you_mean("contxt_window", ["context_window", "hooks"])
+        "did you mean 'context_window'?"
+    """
+    options = sorted(choices)
+    lowered = word.lower()
+    found = [c for c in options if len(lowered) >= 2 and c.lower().startswith(lowered)]
+    found = found or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"did you mean {found[0]!r}?" if found else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,13 @@ field accepts. In the input profiles (options, payloads) ``None`` means "not giv
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from .errors import Diagnostic, ReminderError
+from .errors import Diagnostic, ReminderError, did_you_mean
 from .frozen import fast_init
 from .ids import new_id
 
@@ -36,6 +37,11 @@ __all__ = [
     "FIRED_EVENT_FIELDS",
     "INHERITED_EVENT_FIELDS",
     "INJECTED_EVENT_FIELDS",
+    "MAX_ID_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_META_BYTES",
+    "MAX_TAGS",
+    "MAX_TAG_BYTES",
     "OPTION_KEYS",
     "PAYLOAD_KEYS",
     "PRODUCER_FIELDS",
@@ -50,6 +56,8 @@ __all__ = [
     "Source",
     "check_declaration",
     "check_field",
+    "check_id",
+    "check_meta",
     "check_record",
     "check_unknown",
     "coerce_enum",
@@ -59,6 +67,7 @@ __all__ = [
     "lint_reminder_options",
     "lone_surrogate",
     "option_defaults",
+    "over_limit",
     "parse_reminder_options",
     "parse_selector",
     "pending_row_fields",
@@ -402,6 +411,14 @@ PAYLOAD_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.payload) | 
 _SELECTOR_ORDER: tuple[str, ...] = ("id", "tag", "dedupe_key")
 SELECTOR_KEYS: frozenset[str] = frozenset(_SELECTOR_ORDER)
 DEFAULT_MAX_BODY_BYTES = 16384
+# Bounds on what a pushed item may carry besides its body, in UTF-8 bytes: short, so that what
+# a session holds (pending items times these) is bounded by the limits, whatever a client
+# sends. Ids cover reminder, message and session ids; the tag bound is per tag.
+MAX_ID_BYTES = 256
+MAX_KEY_BYTES = 256
+MAX_TAG_BYTES = 64
+MAX_TAGS = 32
+MAX_META_BYTES = 4096
 
 # The reminder fields each record carries (spec 01 §10, 02 §3 receipts), in payload order.
 INJECTED_EVENT_FIELDS: tuple[str, ...] = (
@@ -535,7 +552,12 @@ def check_unknown(
         return
     unknown = sorted(str(k) for k in mapping if k not in allowed)
     if unknown:
-        raise ReminderError(code, f"unknown option(s): {', '.join(unknown)}{where}")
+        error = ReminderError(code, f"unknown option(s): {', '.join(unknown)}{where}")
+        # the message's wording is fixed; the guess is a note, shown under it in a traceback
+        hint = did_you_mean(unknown[0], allowed) if len(unknown) == 1 else ""
+        if hint:
+            error.add_note(f"{unknown[0]!r}: {hint}")
+        raise error
 
 
 # -- strict producer options (spec 01 §3) ------------------------------------------------------
@@ -684,8 +706,80 @@ def _above_grant(wanted: Authority, grant: Authority) -> ReminderError:
     )
 
 
-def _body_too_big(size: int, limit: int) -> ReminderError:
-    return ReminderError("RMD-002", f"body is {size} bytes; the limit is {limit}")
+def _utf8_size(text: str) -> int:
+    # the rules refuse lone surrogates before a size is taken; surrogatepass only keeps this
+    # from raising when called on its own
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def over_limit(name: str, size: int, limit: int) -> ReminderError:
+    """The one refusal of a value over its size limit (``RMD-002``, bytes named)."""
+    return ReminderError("RMD-002", f"{name} is {size} bytes; the limit is {limit}")
+
+
+def _check_tags(tags: tuple[str, ...]) -> None:
+    if len(tags) > MAX_TAGS:
+        raise ReminderError("RMD-002", f"tags has {len(tags)} entries; the limit is {MAX_TAGS}")
+    for index, tag in enumerate(tags):
+        if (size := _utf8_size(tag)) > MAX_TAG_BYTES:
+            raise over_limit(f"tags[{index}]", size, MAX_TAG_BYTES)
+
+
+# The size bound checked right after each field's rule (the body's is the caller's).
+_SIZE_LIMITS: dict[str, int] = {"dedupe_key": MAX_KEY_BYTES, "id": MAX_ID_BYTES}
+
+
+def check_id(value: object, name: str = "id", code: str = "RMD-002") -> str:
+    """An id given by a client (a reminder's, a message's, a session's): a non-blank string of
+    valid Unicode, at most ``MAX_ID_BYTES`` bytes.
+
+    Raises:
+        ReminderError: ``code`` naming ``name`` (``RMD-002`` for the size).
+
+    Example:
+        >>> check_id("x" * 300, "sessionId")
+        Traceback (most recent call last):
+        ...
+        agent_reminders._core.errors.ReminderError: RMD-002: sessionId is 300 bytes; the limit...
+    """
+    checked: str = _id_rule(value, name, code)
+    size = _utf8_size(checked)
+    if size > MAX_ID_BYTES:
+        raise over_limit(name, size, MAX_ID_BYTES)
+    return checked
+
+
+def check_meta(meta: object, name: str = "_meta") -> dict[str, Any] | None:
+    """A pushed item's host metadata: ``None``, or an object that JSON can hold (no lone
+    surrogate, no NaN or infinity) of at most ``MAX_META_BYTES`` bytes as compact JSON;
+    returns a copy.
+
+    Raises:
+        ReminderError: ``RMD-002`` naming what is wrong.
+    """
+    if meta is None:
+        return None
+    if not isinstance(meta, Mapping):
+        raise ReminderError("RMD-002", f"{name} must be an object; got {type(meta).__name__}")
+    try:
+        text = _META_ENCODER.encode(meta)
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ReminderError(
+            "RMD-002", f"{name} contains a lone surrogate; it must be valid Unicode text"
+        ) from None
+    except ValueError:  # allow_nan=False (a circular reference is a ValueError too)
+        raise ReminderError(
+            "RMD-002", f"{name} holds NaN, an infinity or a cycle, which JSON cannot carry"
+        ) from None
+    except (TypeError, RecursionError) as exc:
+        raise ReminderError("RMD-002", f"{name} holds a value JSON cannot carry: {exc}") from None
+    if size > MAX_META_BYTES:
+        raise over_limit(name, size, MAX_META_BYTES)
+    return dict(meta)
+
+
+_META_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], dict[str, Any]]:
@@ -701,7 +795,9 @@ def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], d
         "BRIDGE": Source.BRIDGE,
         "bad_source": _bad_source,
         "above_grant": _above_grant,
-        "too_big": _body_too_big,
+        "check_tags": _check_tags,
+        "utf8_size": _utf8_size,
+        "over_limit": over_limit,
     }
     lines = ["def payload_fields(payload, grant, max_body_bytes):"]
     for name in _PAYLOAD_ORDER:
@@ -729,9 +825,16 @@ def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], d
             ]
         elif name == "body":
             lines += [
-                "    size = len(v_body) if v_body.isascii() else len(v_body.encode())",
+                "    size = utf8_size(v_body)",
                 "    if size > max_body_bytes:",
-                "        raise too_big(size, max_body_bytes)",
+                "        raise over_limit('body', size, max_body_bytes)",
+            ]
+        elif name == "tags":
+            lines.append("    check_tags(v_tags)")
+        elif name in _SIZE_LIMITS:
+            lines += [
+                f"    if v_{name} is not None and utf8_size(v_{name}) > {_SIZE_LIMITS[name]}:",
+                f"        raise over_limit({name!r}, utf8_size(v_{name}), {_SIZE_LIMITS[name]})",
             ]
     items = []
     for f in _PAYLOAD_FIELDS:
@@ -779,11 +882,9 @@ def validate_reminder_payload(
     if "content" in payload:
         raise ReminderError("RMD-002", "reminders take 'body', not a user message's 'content'")
     check_unknown(payload, PAYLOAD_KEYS)
-    meta = payload.get("_meta")
-    if meta is not None and not isinstance(meta, Mapping):
-        raise ReminderError("RMD-002", f"_meta must be an object; got {type(meta).__name__}")
+    meta = check_meta(payload.get("_meta"))
     out = _payload_fields(payload, grant, max_body_bytes)
-    out["_meta"] = dict(meta) if meta is not None else None
+    out["_meta"] = meta
     return out
 
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._core.envelope import neutralize_content
 from .._core.errors import ReminderError
 from .._core.events import EventLog, EventRecord
 from .._core.fields import Authority
@@ -32,7 +33,7 @@ from .lease import beside, hold_lease, new_worker_id
 from .limits import TokenBucket
 from .live import LivePrompt
 from .prompt import PromptRun
-from .reminders import REMINDER_METHODS, reminder_handlers
+from .reminders import REMINDER_METHODS, reminder_handlers, session_id_param
 
 __all__ = [
     "Bridge",
@@ -95,16 +96,14 @@ class Connection:
             self.scope.require_prompt(method)
 
 
-def new_item_id() -> str:
-    """The id of a queued item the caller gave none: 32 hex digits, the library's
-    time-ordered UUIDv7 (:func:`agent_reminders.new_id`) without its hyphens — ordered ids
-    keep a store's index on them appending, and no random bytes are read per id."""
-    return new_id().replace("-", "")
-
-
 def _sid_of(params: object) -> str | None:
-    sid = params.get("sessionId") if isinstance(params, Mapping) else None
-    return sid if isinstance(sid, str) and sid.strip() else None
+    """The request's session id when it is a valid one (a refusal is recorded in its log)."""
+    if not isinstance(params, Mapping):
+        return None
+    try:
+        return session_id_param(params)
+    except RpcError:
+        return None
 
 
 def _object(params: object, method: str) -> Mapping[str, Any]:
@@ -115,13 +114,6 @@ def _object(params: object, method: str) -> Mapping[str, Any]:
     return params
 
 
-def _session_id(params: Mapping[str, Any]) -> str:
-    sid = params.get("sessionId")
-    if not isinstance(sid, str) or not sid.strip():
-        raise invalid_params(f"sessionId must be a non-blank string; got {sid!r}")
-    return sid
-
-
 def _prompt_task(prompt: object) -> str | list[dict[str, Any]]:
     if not isinstance(prompt, list) or not prompt:
         raise invalid_params("prompt must be a non-empty list of content blocks")
@@ -130,6 +122,9 @@ def _prompt_task(prompt: object) -> str | list[dict[str, Any]]:
         if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
             raise invalid_params(f"prompt[{index}] must be a content block with a string type")
         blocks.append(dict(block))
+    # the prompt's text reaches the model as a user message: a look-alike envelope in it (a
+    # text or a resource block) must not pass for a directive, whoever sent it
+    blocks = neutralize_content(blocks)
     if all(b["type"] == "text" and isinstance(b.get("text"), str) for b in blocks):
         return "".join(b["text"] for b in blocks)
     return blocks
@@ -226,7 +221,7 @@ class Bridge:
             queue = self._validators[grant] = InjectionQueue(
                 max_authority=grant,
                 max_body_bytes=self.settings.max_body_bytes,
-                id_factory=new_item_id,
+                id_factory=new_id,
             )
         return queue
 
@@ -274,7 +269,7 @@ class Bridge:
 
     async def load_session(self, params: object, connection: Connection) -> None:
         """``session/load``: replay the stored conversation as ``session/update``."""
-        sid = _session_id(_object(params, "session/load"))
+        sid = session_id_param(_object(params, "session/load"))
         connection.require_prompt("session/load")
         connection.check_visible(sid)
         session = await self._load(sid)
@@ -285,7 +280,7 @@ class Bridge:
     async def prompt(self, params: object, connection: Connection) -> dict[str, Any]:
         """``session/prompt``: run ``agent_loop``; updates stream before ``{stopReason}``."""
         p = _object(params, "session/prompt")
-        sid = _session_id(p)
+        sid = session_id_param(p)
         connection.require_prompt("session/prompt")
         connection.check_visible(sid)
         task = _prompt_task(p.get("prompt"))
@@ -309,7 +304,7 @@ class Bridge:
 
     async def cancel(self, params: object, connection: Connection) -> None:
         """``session/cancel`` (a notification): the running prompt stops at its next seam."""
-        sid = _session_id(_object(params, "session/cancel"))
+        sid = session_id_param(_object(params, "session/cancel"))
         connection.require_prompt("session/cancel")
         connection.check_visible(sid)
         live = self.live.get(sid)

@@ -69,16 +69,15 @@ class RpcError(Exception):
 
 
 class SessionBusyError(RpcError):
-    """A prompt is already running on the session; ``owner`` names the worker holding it."""
+    """A prompt is already running on the session; ``owner`` names the worker holding it
+    (``why`` says otherwise when the holder is known to have stopped renewing its lease)."""
 
-    def __init__(self, session_id: str, owner: str) -> None:
+    def __init__(
+        self, session_id: str, owner: str, why: str = "a prompt is already running on it"
+    ) -> None:
         self.session_id = session_id
         self.owner = owner
-        super().__init__(
-            SESSION_BUSY,
-            f"session {session_id!r} is busy: a prompt is already running on it",
-            {"owner": owner},
-        )
+        super().__init__(SESSION_BUSY, f"session {session_id!r} is busy: {why}", {"owner": owner})
 
 
 def invalid_params(message: str, code: str = "RMD-002", **extra: Any) -> RpcError:
@@ -101,7 +100,12 @@ TABLE: tuple[_Row, ...] = (
     (RpcError, lambda e: (e.code, e.message, e.data)),
     (UnknownSessionError, lambda e: (SESSION_NOT_FOUND, "Session not found", None)),
     # stores and models failing is the server's trouble, not the caller's params
-    (StoreError, lambda e: (INTERNAL_ERROR, "Internal error", {"code": e.code})),
+    # a store's one line (the file, and what failed: damaged, disk full, read-only) is what
+    # the client's operator needs to act on; it is never a traceback
+    (
+        StoreError,
+        lambda e: (INTERNAL_ERROR, "Internal error", {"code": e.code, "message": e.message}),
+    ),
     (ModelError, lambda e: (INTERNAL_ERROR, "Internal error", {"code": e.code})),
     (QueueError, lambda e: _queue_error(e)),
     (AgentRemindersError, lambda e: (INVALID_PARAMS, "Invalid params", _library_data(e))),

@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import QueueError, ReminderError
+from .._core.fields import check_id
 from ..queue import QueueItem
 from .errors import invalid_params
 
 if TYPE_CHECKING:
     from .acp import Bridge, Connection
 
-__all__ = ["REMINDER_METHODS", "reminder_handlers", "resolve_session_id"]
+__all__ = ["REMINDER_METHODS", "reminder_handlers", "resolve_session_id", "session_id_param"]
 
 REMINDER_METHODS: tuple[str, ...] = (
     "session/remind",
@@ -36,24 +37,34 @@ def _params(params: object) -> Mapping[str, Any]:
     return params
 
 
+def session_id_param(params: Mapping[str, Any]) -> str:
+    """``params["sessionId"]``: a non-blank string of valid Unicode, at most
+    ``MAX_ID_BYTES`` bytes (``-32602`` otherwise, before any store is asked)."""
+    try:
+        return check_id(params.get("sessionId"), "sessionId")
+    except ReminderError as exc:
+        raise invalid_params(exc.message) from None
+
+
 async def resolve_session_id(
     bridge: Bridge, params: Mapping[str, Any], connection: Connection
 ) -> str:
     """``params["sessionId"]``, or the one session the caller can see when it is missing."""
     sid = params.get("sessionId")
     if sid is None:
-        sessions = [
-            s for s in await bridge.store.list_sessions() if connection.visible(s.session_id)
-        ]
-        if len(sessions) != 1:
+        # two ids tell "exactly one" from "several": the store looks at no more than that (or
+        # at the token's own list of sessions), however many sessions it holds
+        scope = connection.scope
+        among = None if scope is None or scope.admin else scope.sessions
+        found = await bridge.store.session_ids(limit=2, among=among)
+        if len(found) != 1:
+            many = "several sessions exist" if found else "no session exists"
             raise invalid_params(
-                f"sessionId is required: {len(sessions)} sessions exist (it may only be left "
-                "out when exactly one does)",
+                f"sessionId is required: {many} (it may only be left out when exactly one does)",
                 reason="session_id_required",
             )
-        return sessions[0].session_id
-    if not isinstance(sid, str) or not sid.strip():
-        raise invalid_params(f"sessionId must be a non-blank string; got {sid!r}")
+        return found[0]
+    sid = session_id_param(params)
     connection.check_visible(sid)
     return sid
 
@@ -127,6 +138,7 @@ async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict
     rid = p.get("reminderId")
     if not isinstance(rid, str) or not rid.strip():
         raise QueueError("missing_reminder_id", "reminderId is missing or blank")
+    rid = check_id(rid, "reminderId")
     session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue

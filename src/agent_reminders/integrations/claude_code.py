@@ -319,8 +319,9 @@ async def answer_hook(
 
     Raises:
         HookInputError: the input is not an object or lacks a field its event needs.
-        AgentRemindersError: the store cannot be opened, or a provider failed; the store is
-            then unchanged.
+        ConfigError: the project folder (for the default store) does not exist.
+        AgentRemindersError: the store cannot be opened (a SQLite file whose folder does not
+            exist is not created), or a provider failed; the store is then unchanged.
     """
     data = check_hook_input(hook_input)
     checked = check_style(style)
@@ -332,13 +333,31 @@ async def answer_hook(
     project = project_dir(data, os.environ if env is None else env)
     if store is not None:
         return await _answer_stored(store, data, project, checked, implicit_start)
-    from ..storage import open_store
-
-    opened = await open_store(store_url or f"sqlite:{project / DEFAULT_STORE}")
+    opened = await _open_store(store_url, project)
     try:
         return await _answer_stored(opened, data, project, checked, implicit_start)
     finally:
         await opened.close()
+
+
+async def _open_store(store_url: str | None, project: Path) -> Store:
+    """The hook's store: ``store_url``, else the project's own. Only the project's store may
+    be started in a fresh folder (its ``.agent-reminders``), and only in a project folder
+    that exists: a folder that is gone (moved, mistyped) must not get a new, empty store that
+    nothing else reads."""
+    from ..storage import folder_options, open_store
+
+    default = project / DEFAULT_STORE
+    url = store_url or f"sqlite:{default}"
+    options = folder_options(url, default)
+    if not options.get("create_folders"):
+        return await open_store(url, **options)
+    if not project.is_dir():
+        raise ConfigError(
+            f"the project folder {project} ($CLAUDE_PROJECT_DIR, else the hook input's cwd) "
+            "does not exist; nothing was created"
+        )
+    return await open_store(url)
 
 
 async def _answer_stored(

@@ -28,11 +28,12 @@ providers in a worker thread).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.errors import ConfigError
+from .._core.errors import ConfigError, did_you_mean, missing_extra
 from .._core.records import Message
 from .._core.request import ToolCall, ToolResult, Usage
 from ..hooks import Hooks
@@ -50,10 +51,8 @@ __all__ = ["Driver", "extra_missing"]
 
 def extra_missing(extra: str, framework: str) -> ImportError:
     """The ``ImportError`` an integration module raises when its framework is missing."""
-    return ImportError(
-        f"agent_reminders.integrations.{extra.replace('-', '_')} needs {framework}: "
-        f'pip install "agent-reminders[{extra}]"'
-    )
+    module = f"agent_reminders.integrations.{extra.replace('-', '_')}"
+    return missing_extra(framework, extra, module)
 
 
 @dataclass
@@ -62,6 +61,26 @@ class _Run:
 
     sent: int = 0  # transcript messages already handed to the framework
     unaged: int | None = None  # the turn of the last request, not yet aged
+
+
+# Session's keyword arguments, and what every integration takes beside them.
+_SESSION_OPTIONS = frozenset(inspect.signature(Session.__init__).parameters) - {"self"}
+_OWN_OPTIONS = frozenset({"session", "context_window", "hooks"})
+
+
+def _check_session_options(options: Mapping[str, Any], owner: str) -> None:
+    """Refuse an option ``Session`` does not take here, naming ``owner`` and the closest
+    option (a misspelt ``context_window`` must not surface as ``Session.__init__``'s error)."""
+    unknown = sorted(set(options) - _SESSION_OPTIONS)
+    if unknown:
+        hint = did_you_mean(unknown[0], _SESSION_OPTIONS | _OWN_OPTIONS)
+        guess = f"; {hint}" if hint else ""
+        # a TypeError, as for any unexpected keyword argument, but naming the caller and the fix
+        raise TypeError(
+            f"{owner}: unknown option(s) {', '.join(unknown)}{guess} (it takes "
+            f"{', '.join(sorted(_OWN_OPTIONS))} and Session's options: "
+            f"{', '.join(sorted(_SESSION_OPTIONS))})"
+        )
 
 
 class Driver:
@@ -81,7 +100,9 @@ class Driver:
         *,
         context_window: int | None = None,
         hooks: Hooks | None = None,
+        owner: str = "the integration",
     ) -> None:
+        _check_session_options(session_options, owner)
         if session is not None and not isinstance(session, Session):
             raise TypeError(f"session must be a Session, not {type(session).__name__}")
         if session is not None and session_options:

@@ -106,7 +106,13 @@ class ReminderMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         **session_options: Any,
     ) -> None:
         super().__init__()
-        self._driver = Driver(session, session_options, context_window=context_window, hooks=hooks)
+        self._driver = Driver(
+            session,
+            session_options,
+            context_window=context_window,
+            hooks=hooks,
+            owner="ReminderMiddleware",
+        )
         self._threads: dict[str | None, _Thread] = {}
         # ToolNode runs a batch's calls in threads (sync) or concurrently (async); the
         # session's state changes one call at a time.

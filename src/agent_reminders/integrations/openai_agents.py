@@ -153,7 +153,13 @@ class ReminderInputFilter:
     ) -> None:
         if conversation is not None and not callable(conversation):
             raise TypeError(f"conversation must be callable, not {type(conversation).__name__}")
-        self.driver = Driver(session, session_options, context_window=context_window, hooks=hooks)
+        self.driver = Driver(
+            session,
+            session_options,
+            context_window=context_window,
+            hooks=hooks,
+            owner="ReminderInputFilter",
+        )
         self._conversation = conversation
         self._added: dict[str | None, _Added] = {}  # per conversation id
 

@@ -64,7 +64,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without pydantic-ai
     raise extra_missing("pydantic-ai", "pydantic-ai") from exc
 
-from .._core.envelope import neutralize_untrusted
+from .._core.envelope import neutralize_content, neutralize_untrusted
 from .._core.records import Message
 from .._core.request import ToolCall, ToolResult, Usage
 from ..hooks import Hooks
@@ -116,7 +116,13 @@ class ReminderCapability(AbstractCapability[Any]):
         hooks: Hooks | None = None,
         **session_options: Any,
     ) -> None:
-        self._driver = Driver(session, session_options, context_window=context_window, hooks=hooks)
+        self._driver = Driver(
+            session,
+            session_options,
+            context_window=context_window,
+            hooks=hooks,
+            owner="ReminderCapability",
+        )
         self._bound: str | None = None  # the conversation the default session serves
         self._named: set[str] = set()  # conversations with a session of their own
 
@@ -221,7 +227,7 @@ class ReminderCapability(AbstractCapability[Any]):
         )
         if isinstance(result, str) or final.content != neutralize_untrusted(text):
             return final.content  # text, or what a post hook made of the result
-        return _neutralized(result)
+        return neutralize_content(result)
 
     async def wrap_tool_execute(
         self,
@@ -310,16 +316,3 @@ def _result_text(call: ToolCallPart, result: Any) -> str:
         return result
     part = ToolReturnPart(tool_name=call.tool_name, content=result, tool_call_id=call.tool_call_id)
     return part.model_response_str()
-
-
-def _neutralized(value: Any) -> Any:
-    """A structured tool result with every string in it neutralized, its shape kept."""
-    if isinstance(value, str):
-        return neutralize_untrusted(value)
-    if isinstance(value, list):
-        return [_neutralized(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_neutralized(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _neutralized(v) for k, v in value.items()}
-    return value

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, Literal, Protocol
 
 from .._core.envelope import neutralize_untrusted
@@ -263,7 +265,14 @@ class _Run:
         self.seam("iteration_start", turn)
         request = session.prepare_request(turn=turn, tools=self.specs)
         self.requests.append(request)
-        response = await self.model(request)
+        called = self.model(request)
+        if type(called) is not CoroutineType and not inspect.isawaitable(called):
+            raise TypeError(
+                f"the model returned {type(called).__name__} without anything to await: a model "
+                "is an async callable, `async def model(request) -> ModelResponse`; wrap a plain "
+                "function in agent_reminders.testing.FunctionModel(fn)"
+            )
+        response = await called
         if not isinstance(response, ModelResponse):
             raise TypeError(f"the model returned {type(response).__name__}, not a ModelResponse")
         message = response.message
