@@ -278,7 +278,9 @@ class InjectionQueue:
     def user_item(
         self, content: str | list[dict[str, Any]], *, mode: str | None = None
     ) -> QueueItem:
-        """The item :meth:`inject` would queue, validated the same way, without queueing it."""
+        """The item :meth:`inject` would queue, validated the same way, without queueing it
+        (content over ``max_body_bytes`` — its text, or its blocks as compact JSON — is
+        refused with ``RMD-002``)."""
         checked = _check_content(content)
         size = _content_size(checked)
         if size > self.max_body_bytes:
