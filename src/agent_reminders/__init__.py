@@ -5,6 +5,7 @@ and appended as a new trailing message that is never edited again — so the ser
 N+1 always begins with request N and provider prompt caches stay warm.
 """
 
+from ._core.channels import Channel, ChannelSetting, placement
 from ._core.envelope import (
     ENVELOPE_INSTRUCTIONS,
     Committed,
@@ -55,6 +56,7 @@ from ._core.lifecycle import (
 from ._core.records import Authority, DeliveryMode, Message, Propagate, Reminder, RoleHint, Source
 from ._core.request import (
     Model,
+    ModelInfo,
     ModelRequest,
     ModelResponse,
     Tool,
@@ -65,6 +67,7 @@ from ._core.request import (
 )
 from ._core.transcript import Transcript, reminder_event
 from ._version import __version__
+from .capabilities import ModelCapabilities, capabilities_for, register_model_capabilities
 from .config import ReminderOptions, Workspace
 from .hooks import DispatchResult, Hooks
 from .loop import LoopResult, agent_loop
@@ -77,6 +80,8 @@ __all__ = [
     "AuditError",
     "Authority",
     "BridgeConnectionError",
+    "Channel",
+    "ChannelSetting",
     "Cleared",
     "Committed",
     "Compacted",
@@ -99,7 +104,9 @@ __all__ = [
     "Message",
     "MessageError",
     "Model",
+    "ModelCapabilities",
     "ModelError",
+    "ModelInfo",
     "ModelRequest",
     "ModelResponse",
     "PostTurn",
@@ -130,6 +137,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "agent_loop",
+    "capabilities_for",
     "check_append_only",
     "clear_reminders",
     "commit_directives",
@@ -143,8 +151,10 @@ __all__ = [
     "neutralize_content",
     "neutralize_untrusted",
     "new_id",
+    "placement",
     "post_turn",
     "project",
+    "register_model_capabilities",
     "reminder_event",
     "render_directive",
     "render_envelope",

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._core.channels import Channel, ChannelSetting, check_channel, placement
 from ._core.envelope import (
     EnvelopeStyle,
     InstructionsMode,
     check_instructions,
+    check_nonce,
     check_style,
     commit_directives,
     message_text,
     neutralize_content,
 )
 from ._core.errors import ConfigError, ReminderError
-from ._core.events import EventLog
+from ._core.events import EventLog, Kind
 from ._core.fields import OPTION_KEYS, ParsedOptions, coerce_enum, parse_reminder_options
 from ._core.frozen import fast_init
 from ._core.ids import IdFactory, new_id
@@ -36,8 +39,9 @@ from ._core.lifecycle import (
 )
 from ._core.messages import validate_message
 from ._core.records import Authority, Message, Reminder, Source, check_turn
-from ._core.request import ModelRequest
+from ._core.request import ModelInfo, ModelRequest
 from ._core.transcript import Transcript, message_event, reminder_event
+from .capabilities import ModelCapabilities, capabilities_for
 from .config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
 from .generators import Emission, GeneratorClock, GeneratorRegistry
 from .loop.seams import SEAMS
@@ -73,6 +77,16 @@ class SeamResult:
 _NOTHING_AT: dict[str, SeamResult] = {
     seam: SeamResult(seam=seam, delivered=(), dispatch_skipped=False) for seam in SEAMS
 }
+
+
+def _nonce(value: bool | str | None) -> str | None:
+    """A session's nonce from its setting: ``True`` makes one (64 random bits, hex), a string
+    is kept as given (a restored session's), ``None``/``False`` means none."""
+    if value is True:
+        return secrets.token_hex(8)
+    if value is None or value is False:
+        return None
+    return check_nonce(value)
 
 
 class Session:
@@ -127,6 +141,9 @@ class Session:
         envelope_style: EnvelopeStyle = "context_directives",
         envelope_instructions: InstructionsMode = "auto",
         id_factory: IdFactory | None = None,
+        channel: ChannelSetting = "auto",
+        nonce: bool | str | None = None,
+        model: ModelInfo | None = None,
     ) -> None:
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise ReminderError(
@@ -164,6 +181,10 @@ class Session:
         self.envelope_instructions: InstructionsMode = check_instructions(
             envelope_instructions, "envelope_instructions"
         )
+        self.channel: ChannelSetting = check_channel(channel)
+        self.nonce: str | None = _nonce(nonce)
+        self.model = model
+        self._sent = 0  # messages in the last request: where a downgrade can first show
         self.generators: GeneratorRegistry | None = generators
         self.providers = ProviderRegistry()
         self.queue = InjectionQueue(id_factory=self.id_factory)
@@ -189,6 +210,43 @@ class Session:
     def transcript(self) -> Transcript:
         """The current transcript value."""
         return self._transcript
+
+    @property
+    def model(self) -> ModelInfo | None:
+        """The model the next request goes to, as its backend or integration reported it
+        (``None``: unknown). ``channel="auto"`` asks the capability table about it."""
+        return self._model
+
+    @model.setter
+    def model(self, value: ModelInfo | None) -> None:
+        self.use_model(value)
+
+    def use_model(
+        self, model: ModelInfo | None, *, capabilities: ModelCapabilities | None = None
+    ) -> None:
+        """Say which model the next requests go to: :attr:`model`, and :attr:`capabilities`
+        from the capability table — or ``capabilities`` as given, for a caller that knows
+        better what reaches the model (a framework that would move a late system message
+        into the leading system prompt must say ``system_messages=False``)."""
+        if model is not None and not isinstance(model, ModelInfo):
+            raise TypeError(f"model must be a ModelInfo or None, not {type(model).__name__}")
+        if capabilities is not None and not isinstance(capabilities, ModelCapabilities):
+            raise TypeError(
+                f"capabilities must be ModelCapabilities or None, not {type(capabilities).__name__}"
+            )
+        self._model = model
+        self.capabilities: ModelCapabilities = (
+            capabilities if capabilities is not None else capabilities_for(model)
+        )
+
+    def envelope_channel(self) -> Channel:
+        """The channel the next envelope is committed on: the ``channel`` setting, with
+        ``"auto"`` resolved through the capability table for :attr:`model` (``"system"``
+        where the model takes a mid-conversation system entry, else ``"user"``)."""
+        setting = self.channel
+        if setting == "auto":
+            return "system" if self.capabilities.system_messages else "user"
+        return setting
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, turn={self.turn}, messages={len(self._transcript)})"
@@ -260,8 +318,12 @@ class Session:
             style=self.envelope_style,
             instructions=self.envelope_instructions,
             event_log=self.event_log,
+            channel=self.envelope_channel(),
+            nonce=self.nonce,
         )
         self._transcript = committed.transcript
+        if self._model is not None and self._model.provider == "anthropic":
+            self._note_downgrades()
         if self._clock is not None:
             self._clock.delivered(generated[rid] for rid in committed.fired if rid in generated)
         self.turn = turn + 1
@@ -272,6 +334,25 @@ class Session:
             session_id=self.id,
             turn=turn,
         )
+
+    def _note_downgrades(self) -> None:
+        """Record ``channel_downgraded`` for each system message that Anthropic's placement
+        rules make a user entry in this request and that the last request sent otherwise (or
+        that this request shows first): only the last request's last message and what came
+        after it can change (the rules look at neighbours only)."""
+        messages = self._transcript.request_messages()
+        sent, self._sent = self._sent, len(messages)
+        start = max(0, sent - 1)
+        if not any(messages[i]["role"] == "system" for i in range(start, len(messages))):
+            return
+        before = placement(messages[:sent], start) if sent else {}
+        for index, reason in placement(messages, start).items():
+            if index not in before:
+                self.event_log.keep(
+                    Kind.CHANNEL_DOWNGRADED,
+                    "transcript.channel",
+                    {"message_index": index, "reason": reason, "turn_number": self.turn},
+                )
 
     def _run_generators(self, turn: int) -> dict[str, Emission]:
         """Turn what the generators say now into ttl-1 reminders for request ``turn``."""
@@ -514,6 +595,9 @@ class Session:
         kwargs.setdefault("envelope_style", parent.envelope_style)
         kwargs.setdefault("envelope_instructions", parent.envelope_instructions)
         kwargs.setdefault("id_factory", parent.id_factory)
+        kwargs.setdefault("channel", parent.channel)
+        kwargs.setdefault("nonce", parent.nonce is not None)
+        kwargs.setdefault("model", parent.model)
         child = cls(session_id, **kwargs)
         child._transcript = seed_inherited(
             child._transcript,
@@ -534,6 +618,8 @@ class Session:
             system=self._system,
             envelope_style=self.envelope_style,
             envelope_instructions=self.envelope_instructions,
+            channel=self.channel,
+            nonce=self.nonce,
             transcript=self._transcript,
             turn=self.turn,
             started=self.started,
@@ -555,6 +641,7 @@ class Session:
         workspace: Mapping[str, Any] | None = None,
         providers: ProviderRegistry | None = None,
         id_factory: IdFactory | None = None,
+        model: ModelInfo | None = None,
     ) -> Session:
         """Continue a session from ``state``, given its configuration again.
 
@@ -587,6 +674,9 @@ class Session:
             envelope_style=state.envelope_style,
             envelope_instructions=state.envelope_instructions,
             id_factory=id_factory,
+            channel=state.channel,
+            nonce=state.nonce,
+            model=model,
         )
         if providers is not None:
             new.providers = providers

@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._core.envelope import EnvelopeStyle, InstructionsMode, check_instructions, check_style
+from ._core.channels import ChannelSetting, check_channel
+from ._core.envelope import (
+    EnvelopeStyle,
+    InstructionsMode,
+    check_instructions,
+    check_nonce,
+    check_style,
+)
 from ._core.errors import AgentRemindersError, StateError
 from ._core.messages import copy_json, validate_message
 from ._core.records import Message, Reminder, check_turn
@@ -49,6 +56,9 @@ _KEYS = frozenset(
         "turn",
     }
 )
+# Written only when not at their defaults ("auto", no nonce): a state without them reads as
+# it always did, and a session on the defaults keeps the bytes of its saved document.
+_OPTIONAL_KEYS = frozenset({"channel", "nonce"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +71,9 @@ class SessionState:
         system: The byte-stable system prompt.
         envelope_style: ``"context_directives"`` or ``"system_reminder"``.
         envelope_instructions: ``"auto"``, ``"always"`` or ``"never"``.
+        channel: The channel setting of new envelopes: ``"auto"``, ``"user"`` or
+            ``"system"`` (each committed envelope keeps the role it was committed with).
+        nonce: The session's nonce on every envelope's opening tag, or ``None``.
         transcript: Messages, pending reminders and audit entries.
         turn: The number of the next request.
         started: Whether ``session_start`` has fired.
@@ -83,6 +96,8 @@ class SessionState:
     system: str = ""
     envelope_style: EnvelopeStyle = "context_directives"
     envelope_instructions: InstructionsMode = "auto"
+    channel: ChannelSetting = "auto"
+    nonce: str | None = None
     transcript: Transcript = field(default_factory=Transcript)
     turn: int = 0
     started: bool = False
@@ -100,6 +115,8 @@ class SessionState:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} must be a non-blank string; got {value!r}")
         check_turn(self.turn)
+        check_channel(self.channel)
+        check_nonce(self.nonce)
         if type(self.started) is not bool:
             raise TypeError(f"started must be a bool, not {type(self.started).__name__}")
         for name, kind in (
@@ -163,6 +180,10 @@ class SessionState:
             "transcript": self.transcript.to_document(history=history),
             "turn": self.turn,
         }
+        if self.channel != "auto":
+            doc["channel"] = self.channel
+        if self.nonce is not None:
+            doc["nonce"] = self.nonce
         if queue:
             doc["queue"] = {
                 "delivered_ids": sorted(self.queue.delivered_ids),
@@ -191,7 +212,7 @@ class SessionState:
                 reminder or queue item that is invalid or not in the library's own form.
         """
         data = read_document(text, FORMAT, "session state")
-        doc = _object(data, "session state", _KEYS)
+        doc = _object(data, "session state", _KEYS, _OPTIONAL_KEYS)
         held = tuple(
             _message(m, f"held_messages[{i}]") for i, m in enumerate(_list(doc, "held_messages"))
         )
@@ -210,6 +231,8 @@ class SessionState:
             raise StateError(f"envelope_style: {exc.message}") from None
         try:
             instructions = check_instructions(doc["envelope_instructions"], "envelope_instructions")
+            channel = check_channel(doc.get("channel", "auto"))
+            nonce = check_nonce(doc.get("nonce"))
         except AgentRemindersError as exc:
             raise StateError(exc.message) from None
         return cls(
@@ -218,6 +241,8 @@ class SessionState:
             system=_str(doc["system"], "system", blank=True),
             envelope_style=style,
             envelope_instructions=instructions,
+            channel=channel,
+            nonce=nonce,
             transcript=_transcript(doc["transcript"]),
             turn=_int(doc["turn"], "turn"),
             started=_bool(doc["started"], "started"),
@@ -232,13 +257,15 @@ class SessionState:
 # -- strict readers: each names the path of the bad value -------------------------------------
 
 
-def _object(value: object, where: str, keys: frozenset[str]) -> dict[str, Any]:
+def _object(
+    value: object, where: str, keys: frozenset[str], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise StateError(f"{where} must be an object; got {type(value).__name__}")
     missing = sorted(keys - value.keys())
     if missing:
         raise StateError(f"{where}: missing key(s) {', '.join(missing)}")
-    unknown = sorted(str(k) for k in value if k not in keys)
+    unknown = sorted(str(k) for k in value if k not in keys and k not in optional)
     if unknown:
         raise StateError(f"{where}: unknown key(s) {', '.join(unknown)}")
     return value

@@ -476,7 +476,7 @@ def test_from_anthropic_blocks_tool_results_and_markers() -> None:
 
 def test_from_anthropic_bad_shapes_name_the_path() -> None:
     with pytest.raises(MessageError, match=r"messages\[0\]\.role"):
-        from_anthropic({"messages": [{"role": "system", "content": "x"}]})
+        from_anthropic({"messages": [{"role": "developer", "content": "x"}]})
     with pytest.raises(MessageError, match=r"messages\[0\]\.content\[0\]\.content"):
         from_anthropic(
             {

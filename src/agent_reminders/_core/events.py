@@ -28,6 +28,9 @@ class Kind:
     DROPPED = "transcript.reminder.dropped"
     INHERITED = "transcript.reminder.inherited"
     PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
+    # a system-channel envelope the wire must send as a user message from now on (its
+    # placement broke a rule of the API): the one sanctioned prefix break besides compaction
+    CHANNEL_DOWNGRADED = "transcript.channel_downgraded"
 
 
 @fast_init

@@ -12,6 +12,7 @@ from .records import Message
 
 __all__ = [
     "Model",
+    "ModelInfo",
     "ModelRequest",
     "ModelResponse",
     "Tool",
@@ -101,9 +102,52 @@ class ModelResponse:
     usage: Usage | None = None
 
 
+# The endpoints of OpenAI itself: a model served anywhere else is an OpenAI-compatible server.
+_OPENAI_HOSTS = ("https://api.openai.com", "http://api.openai.com")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """Which model a request goes to, as a backend or an integration reports it: what the
+    capability table is asked about when a session's ``channel`` is ``"auto"``.
+
+    Attributes:
+        provider: ``"anthropic"``, ``"openai"``, ``"gemini"`` or a name of your own.
+        name: The model's name as the API takes it (``"claude-opus-4-8"``, ``"gpt-5"``).
+        base_url: The endpoint, when it is not the provider's own (an OpenAI-compatible
+            server: vLLM, llama.cpp, Ollama…).
+
+    Example:
+        >>> ModelInfo(provider="openai", name="qwen3", base_url="http://127.0.0.1:8080/v1").key
+        'openai-compatible:qwen3'
+    """
+
+    provider: str
+    name: str
+    base_url: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``"provider:name"`` in lower case, as the capability table's patterns read it
+        (``openai-compatible`` for OpenAI's wire format at another endpoint)."""
+        provider = self.provider
+        if (
+            provider == "openai"
+            and self.base_url
+            and not self.base_url.rstrip("/").startswith(_OPENAI_HOSTS)
+        ):
+            provider = "openai-compatible"
+        return f"{provider}:{self.name}".lower()
+
+
 @runtime_checkable
 class Model(Protocol):
-    """Anything that turns a :class:`ModelRequest` into a :class:`ModelResponse`."""
+    """Anything that turns a :class:`ModelRequest` into a :class:`ModelResponse`.
+
+    A model may also have a ``model_info`` attribute (a :class:`ModelInfo`): ``agent_loop``
+    then tells the session which model it talks to, and a session whose ``channel`` is
+    ``"auto"`` sends its envelopes on the most trusted channel that model accepts.
+    """
 
     def __call__(self, request: ModelRequest) -> Awaitable[ModelResponse]: ...
 

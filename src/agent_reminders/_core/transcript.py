@@ -396,15 +396,20 @@ class Transcript:
         """
         return self._append_owned(validate_message(message))
 
-    def append_envelope(self, text: str, directive_ids: Sequence[str]) -> Transcript:
+    def append_envelope(
+        self, text: str, directive_ids: Sequence[str], role: str = "user"
+    ) -> Transcript:
         """Append the envelope message ``commit_directives`` builds:
-        ``{"role": "user", "content": text, "directive_ids": [...]}``.
+        ``{"role": role, "content": text, "directive_ids": [...]}`` (``role`` its channel,
+        ``"user"`` or ``"system"``).
 
         Its text is rendered from validated reminders (their bodies were checked when they
         were made), so it is stored without validating it again.
         """
-        owned = FrozenDict(role="user", content=text, directive_ids=FrozenList(directive_ids))
-        wire = FrozenDict(role="user", content=text)
+        if role != "user" and role != "system":
+            raise ValueError(f"an envelope's role is 'user' or 'system'; got {role!r}")
+        owned = FrozenDict(role=role, content=text, directive_ids=FrozenList(directive_ids))
+        wire = FrozenDict(role=role, content=text)
         return self._append_owned(cast(Message, owned), cast(Message, wire))
 
     def _append_owned(self, owned: Message, wire: Message | None = None) -> Transcript:

@@ -6,11 +6,12 @@ back for existing histories, ``from_openai_chat`` and ``from_anthropic``. Import
 package imports no framework and no SDK; the framework integrations live in their own modules.
 """
 
-from .anthropic import from_anthropic, to_anthropic
+from .anthropic import anthropic_betas, from_anthropic, to_anthropic
 from .gemini import to_gemini
 from .openai import from_openai_chat, to_openai_chat, to_openai_responses
 
 __all__ = [
+    "anthropic_betas",
     "from_anthropic",
     "from_openai_chat",
     "to_anthropic",

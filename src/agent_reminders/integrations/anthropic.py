@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from .._core.channels import TOOL_CHANGE_BLOCKS, placement
+from .._core.envelope import lasts_one_turn, message_text
 from .._core.errors import MessageError
 from .._core.records import Message
 from .._core.request import ModelRequest
@@ -25,7 +27,15 @@ from ._wire import (
     tool_specs,
 )
 
-__all__ = ["CACHE_CONTROL", "LOOKBACK_BLOCKS", "from_anthropic", "to_anthropic"]
+__all__ = [
+    "CACHE_CONTROL",
+    "CLEAR_AT_BETA",
+    "LOOKBACK_BLOCKS",
+    "TOOL_CHANGES_BETA",
+    "anthropic_betas",
+    "from_anthropic",
+    "to_anthropic",
+]
 
 CACHE_CONTROL: Mapping[str, str] = MappingProxyType({"type": "ephemeral"})
 """The marker ``to_anthropic`` puts on a block (a fresh copy, as the block's last key,
@@ -51,10 +61,11 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+def _messages(request: ModelRequest, clear_at: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None  # the open tool_result user turn
-    for message in request.messages:
+    downgraded = placement(request.messages)
+    for index, message in enumerate(request.messages):
         role = message["role"]
         if role == "tool":
             block = {
@@ -73,9 +84,18 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
         results = None
         if role == "assistant":
             out.append({"role": "assistant", "content": _assistant_blocks(message)})
+        elif role == "system" and index not in downgraded:
+            # a mid-conversation system entry, in place; one that may leave the model's view
+            # after its one turn says so (it stays in the array, byte for byte)
+            entry: dict[str, Any] = {
+                "role": "system",
+                "content": content_blocks(message["content"]),
+            }
+            if clear_at and lasts_one_turn(message_text(message)):
+                entry["clear_at"] = "next_user_message"
+            out.append(entry)
         else:
-            # The Messages API has no system role inside messages: a later system message is
-            # sent as a user turn.
+            # a user message, or a system message that cannot stand where it is (downgraded)
             out.append({"role": "user", "content": content_blocks(message["content"])})
     return out
 
@@ -101,13 +121,21 @@ def _place_breakpoints(messages: list[dict[str, Any]]) -> None:
         blocks[assistant - 1][-1]["cache_control"] = dict(CACHE_CONTROL)
 
 
-def to_anthropic(request: ModelRequest, *, cache: bool = True) -> dict[str, Any]:
+def to_anthropic(
+    request: ModelRequest, *, cache: bool = True, clear_at: bool = False
+) -> dict[str, Any]:
     """The ``system``, ``messages`` and ``tools`` of a Messages API request.
 
     Tool calls are ``tool_use`` blocks; the results of one assistant turn's calls are one
     ``user`` message of ``tool_result`` blocks; every other neutral message (the envelope
     above all) is a message of its own, so the envelope after tool results is the next
-    ``user`` message. Every content is a list of blocks (a string is one text block), so
+    ``user`` message. A neutral ``system`` message in the conversation (an envelope on the
+    system channel) is a ``{"role": "system"}`` entry in place where the API's placement
+    rules allow it, else a ``user`` message (downgraded; see
+    :func:`agent_reminders.placement`). With ``clear_at=True`` (a model with the
+    ``clear_at`` beta; send :func:`anthropic_betas` with it) a system entry whose
+    directives all have ``ttl_turns="1"`` carries ``"clear_at": "next_user_message"``.
+    Every content is a list of blocks (a string is one text block), so
     markers can come and go without changing any other byte. Tools are ``{name, description,
     input_schema}``.
 
@@ -129,7 +157,7 @@ def to_anthropic(request: ModelRequest, *, cache: bool = True) -> dict[str, Any]
     system: list[dict[str, Any]] = (
         [{"type": "text", "text": request.system}] if request.system else []
     )
-    messages = _messages(request)
+    messages = _messages(request, clear_at)
     if cache:
         if system:
             system[-1]["cache_control"] = dict(CACHE_CONTROL)
@@ -139,6 +167,34 @@ def to_anthropic(request: ModelRequest, *, cache: bool = True) -> dict[str, Any]
         for name, description, parameters in tool_specs(request.tools)
     ]
     return {"system": system, "messages": messages, "tools": tools}
+
+
+CLEAR_AT_BETA = "mid-conversation-system-clear-at-2026-08-21"
+TOOL_CHANGES_BETA = "mid-conversation-tool-changes-2026-07-01"
+
+
+def anthropic_betas(body: Mapping[str, Any]) -> list[str]:
+    """The ``anthropic-beta`` values a body from :func:`to_anthropic` needs: the ``clear_at``
+    beta when an entry carries ``clear_at``, the tool-change beta when an entry carries
+    ``tool_addition`` / ``tool_removal`` blocks; ``[]`` for a body that uses neither.
+
+    Example:
+        >>> anthropic_betas({"messages": [{"role": "system", "content": [],
+        ...                                "clear_at": "next_user_message"}]})
+        ['mid-conversation-system-clear-at-2026-08-21']
+    """
+    betas: list[str] = []
+    messages = body.get("messages") or []
+    if any("clear_at" in m for m in messages):
+        betas.append(CLEAR_AT_BETA)
+    if any(
+        isinstance(b, Mapping) and b.get("type") in TOOL_CHANGE_BLOCKS
+        for m in messages
+        if m.get("role") == "system"
+        for b in m.get("content") or ()
+    ):
+        betas.append(TOOL_CHANGES_BETA)
+    return betas
 
 
 def _strip(value: Any) -> Any:
@@ -258,6 +314,10 @@ def from_anthropic(
             built.append((converted, where))
         elif role == "user":
             built.extend(_from_user(blocks, f"{where}.content", names))
+        elif role == "system":  # a mid-conversation system entry stays in place
+            built.append(({"role": "system", "content": _neutral_content(blocks)}, where))
         else:
-            raise MessageError(f"{where}.role: must be 'user' or 'assistant'; got {role!r}")
+            raise MessageError(
+                f"{where}.role: must be 'user', 'assistant' or 'system'; got {role!r}"
+            )
     return system, checked_messages(built)

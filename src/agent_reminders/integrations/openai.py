@@ -8,7 +8,7 @@ existing Chat Completions history back into neutral messages.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .._core.envelope import message_text
 from .._core.errors import MessageError
@@ -24,7 +24,7 @@ from ._wire import (
     tool_specs,
 )
 
-__all__ = ["from_openai_chat", "to_openai_chat", "to_openai_responses"]
+__all__ = ["SystemRole", "from_openai_chat", "to_openai_chat", "to_openai_responses"]
 
 
 def _chat_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
@@ -35,8 +35,13 @@ def _chat_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _chat_message(message: Message) -> dict[str, Any]:
-    role = message["role"]
+SystemRole = Literal["developer", "system"]
+
+
+def _chat_message(message: Message, system_role: SystemRole = "developer") -> dict[str, Any]:
+    role: str = message["role"]
+    if role == "system":  # a mid-conversation system instruction
+        role = system_role
     if role == "tool":
         return {
             "role": "tool",
@@ -55,10 +60,15 @@ def _chat_message(message: Message) -> dict[str, Any]:
     return out
 
 
-def to_openai_chat(request: ModelRequest) -> dict[str, Any]:
+def to_openai_chat(
+    request: ModelRequest, *, system_role: SystemRole = "developer"
+) -> dict[str, Any]:
     """The ``messages`` and ``tools`` of a Chat Completions request.
 
-    The system prompt is the first ``system`` message (left out when empty); a tool call is
+    The system prompt is the first ``system`` message (left out when empty); a neutral
+    ``system`` message later in the conversation (an envelope on the system channel) is a
+    ``developer`` message in place (``system_role="system"`` for a server that wants
+    ``system``); a tool call is
     ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``, a tool
     result ``{"role": "tool", "tool_call_id", "content"}``, and an assistant turn that only
     calls tools has ``"content": None``. ``directive_ids`` is never sent. The ``tools`` list
@@ -75,7 +85,7 @@ def to_openai_chat(request: ModelRequest) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages.extend(_chat_message(message) for message in request.messages)
+    messages.extend(_chat_message(message, system_role) for message in request.messages)
     tools = [
         {
             "type": "function",
@@ -100,7 +110,8 @@ def to_openai_responses(request: ModelRequest) -> dict[str, Any]:
     """The ``instructions``, ``input`` and ``tools`` of a Responses API request.
 
     Input items are ``{"type": "message", "role", "content"}`` (neutral text blocks become
-    ``input_text`` — ``output_text`` for the assistant), one ``{"type": "function_call",
+    ``input_text`` — ``output_text`` for the assistant; a neutral ``system`` message in the
+    conversation is a ``developer`` item in place), one ``{"type": "function_call",
     "call_id", "name", "arguments"}`` per tool call (after the assistant's text, which is left
     out when empty) and ``{"type": "function_call_output", "call_id", "output"}`` per tool
     result. Meant for stateless use: the whole input every turn, ``store=False``.
@@ -129,7 +140,7 @@ def to_openai_responses(request: ModelRequest) -> dict[str, Any]:
             items.append(
                 {
                     "type": "message",
-                    "role": role,
+                    "role": "developer" if role == "system" else role,
                     "content": _responses_content(message["content"], role),
                 }
             )

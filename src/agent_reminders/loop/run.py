@@ -14,6 +14,7 @@ from .._core.errors import ConfigError
 from .._core.records import Message
 from .._core.request import (
     Model,
+    ModelInfo,
     ModelRequest,
     ModelResponse,
     Tool,
@@ -421,6 +422,9 @@ async def agent_loop(
         max_tool_output,
         cancel,
     )
+    info = getattr(model, "model_info", None)
+    if isinstance(info, ModelInfo):  # the model says which one it is: "auto" follows it
+        session.model = info
     if task is not None:
         session.append({"role": "user", "content": task if isinstance(task, str) else list(task)})
     if not session.started:

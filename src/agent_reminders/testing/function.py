@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .._core.request import ModelRequest, ModelResponse
+from .._core.request import ModelInfo, ModelRequest, ModelResponse
 from .scripted import _ScriptTypeError, _step
 
 __all__ = ["FunctionModel", "ModelFunction"]
@@ -44,9 +44,15 @@ class FunctionModel:
         2
     """
 
-    def __init__(self, fn: ModelFunction, *, name: str | None = None) -> None:
+    def __init__(
+        self, fn: ModelFunction, *, name: str | None = None, model_info: ModelInfo | None = None
+    ) -> None:
         if not callable(fn):
             raise TypeError(f"FunctionModel needs a callable fn(request); got {fn!r}")
+        if model_info is not None and not isinstance(model_info, ModelInfo):
+            raise TypeError(f"model_info must be a ModelInfo, not {type(model_info).__name__}")
+        #: the model this double stands in for (the channel of ``"auto"`` sessions follows it)
+        self.model_info = model_info
         self.fn = fn
         self.name: str = name or f"function:{getattr(fn, '__name__', type(fn).__name__)}"
         self.requests: list[ModelRequest] = []

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._core.errors import AgentRemindersError, ScriptError
 from .._core.messages import validate_message
-from .._core.request import ModelRequest, ModelResponse, Usage
+from .._core.request import ModelInfo, ModelRequest, ModelResponse, Usage
 
 __all__ = ["ScriptExhaustedError", "ScriptedModel", "response_from"]
 
@@ -182,7 +182,12 @@ class ScriptedModel:
         *,
         loop: bool = False,
         keep_requests: int | None = _KEEP_REQUESTS,
+        model_info: ModelInfo | None = None,
     ) -> None:
+        if model_info is not None and not isinstance(model_info, ModelInfo):
+            raise TypeError(f"model_info must be a ModelInfo, not {type(model_info).__name__}")
+        #: the model this double stands in for (the channel of ``"auto"`` sessions follows it)
+        self.model_info = model_info
         steps = [
             item if isinstance(item, _Step) else _step(item, f"response {i}")
             for i, item in enumerate(responses)
