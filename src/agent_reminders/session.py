@@ -39,7 +39,7 @@ from ._core.lifecycle import (
 )
 from ._core.messages import validate_message
 from ._core.records import Authority, Message, Reminder, Source, check_turn
-from ._core.request import ModelInfo, ModelRequest
+from ._core.request import ModelInfo, ModelRequest, Tool
 from ._core.transcript import Transcript, message_event, reminder_event
 from .capabilities import ModelCapabilities, capabilities_for
 from .config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
@@ -50,6 +50,7 @@ from .providers.fire import FirePolicy, is_blocking
 from .providers.registry import ProviderRegistry
 from .queue import InjectionQueue, QueueItem
 from .state import SessionState
+from .toolset import ToolSet
 
 __all__ = [
     "ReminderOptions",
@@ -185,6 +186,7 @@ class Session:
         self.nonce: str | None = _nonce(nonce)
         self.model = model
         self._sent = 0  # messages in the last request: where a downgrade can first show
+        self._tools = ToolSet()
         self.generators: GeneratorRegistry | None = generators
         self.providers = ProviderRegistry()
         self.queue = InjectionQueue(id_factory=self.id_factory)
@@ -303,23 +305,79 @@ class Session:
 
     # -- requests ---------------------------------------------------------------------------
 
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools the session offers now (:meth:`add_tools`, ``agent_loop``'s ``tools``)."""
+        return tuple(self._tools.tools.values())
+
+    def add_tools(self, *tools: Tool) -> None:
+        """Offer ``tools`` from the next request on. On a model that takes tool changes in a
+        system entry, the change rides the next envelope and the request's ``tools`` stay as
+        first declared; elsewhere ``tools`` change (an announced-delta generator can tell the
+        model). Either way a ``tools_changed`` event records it.
+
+        Raises:
+            TypeError: not a ``Tool``.
+            ValueError: another tool of the same name is offered already.
+        """
+        self._tools.add(*tools)
+
+    def remove_tools(self, *names: str) -> None:
+        """Stop offering the named tools from the next request on (told as for
+        :meth:`add_tools`).
+
+        Raises:
+            ValueError: a name that is not offered.
+        """
+        self._tools.remove(*names)
+
+    def sync_tools(self, tools: Iterable[Tool]) -> None:
+        """Offer exactly ``tools`` (``agent_loop`` does this with its ``tools``)."""
+        self._tools.sync(tools)
+
+    def tool(self, name: str) -> Tool | None:
+        """The offered tool of that name, or ``None``."""
+        return self._tools.tools.get(name)
+
     def prepare_request(
-        self, *, turn: int | None = None, tools: Iterable[Mapping[str, Any]] = ()
+        self, *, turn: int | None = None, tools: Iterable[Mapping[str, Any]] | None = None
     ) -> ModelRequest:
         """Commit the envelope for ``turn`` (default ``session.turn``) and build the request.
 
-        Sets ``session.turn = turn + 1``.
+        Its ``tools`` are the session's own (:attr:`tools`, told as :meth:`add_tools` says),
+        or the specs given as ``tools``, sent as they are. Sets ``session.turn = turn + 1``.
         """
         turn = self.turn if turn is None else check_turn(turn)
         generated = self._run_generators(turn)
+        channel = self.envelope_channel()
+        blocks: tuple[dict[str, Any], ...] = ()
+        if tools is None:
+            plan = self._tools.plan(
+                tool_changes=channel == "system" and self.capabilities.tool_changes
+            )
+            specs, blocks = plan.specs, plan.blocks
+            if plan.added or plan.removed:
+                self.event_log.keep(
+                    Kind.TOOLS_CHANGED,
+                    "transcript.tools",
+                    {
+                        "turn_number": turn,
+                        "added": list(plan.added),
+                        "removed": list(plan.removed),
+                        "in_envelope": bool(blocks),
+                    },
+                )
+        else:
+            specs = tuple(dict(t) for t in tools)
         committed = commit_directives(
             self._transcript,
             turn=turn,
             style=self.envelope_style,
             instructions=self.envelope_instructions,
             event_log=self.event_log,
-            channel=self.envelope_channel(),
+            channel=channel,
             nonce=self.nonce,
+            extra_blocks=blocks,
         )
         self._transcript = committed.transcript
         if self._model is not None and self._model.provider == "anthropic":
@@ -330,7 +388,7 @@ class Session:
         return ModelRequest(
             system=self._system,
             messages=self._transcript.request_messages(),
-            tools=[dict(t) for t in tools],
+            tools=[dict(t) for t in specs],
             session_id=self.id,
             turn=turn,
         )
@@ -620,6 +678,8 @@ class Session:
             envelope_instructions=self.envelope_instructions,
             channel=self.channel,
             nonce=self.nonce,
+            declared_tools=self._tools.declared,
+            announced_tools=self._tools.announced,
             transcript=self._transcript,
             turn=self.turn,
             started=self.started,
@@ -689,6 +749,7 @@ class Session:
         if new._clock is not None and state.generators is not None:
             new._clock.restore(state.generators)
         new._policy = FirePolicy(state.providers)
+        new._tools = ToolSet(state.declared_tools, state.announced_tools)
         return new
 
     @classmethod

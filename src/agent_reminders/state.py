@@ -58,7 +58,7 @@ _KEYS = frozenset(
 )
 # Written only when not at their defaults ("auto", no nonce): a state without them reads as
 # it always did, and a session on the defaults keeps the bytes of its saved document.
-_OPTIONAL_KEYS = frozenset({"channel", "nonce"})
+_OPTIONAL_KEYS = frozenset({"channel", "nonce", "tools"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +74,9 @@ class SessionState:
         channel: The channel setting of new envelopes: ``"auto"``, ``"user"`` or
             ``"system"`` (each committed envelope keeps the role it was committed with).
         nonce: The session's nonce on every envelope's opening tag, or ``None``.
+        declared_tools: The tool specs the tool-change path declared in its first request
+            (sent byte for byte after), or ``None``.
+        announced_tools: The tool names the model was last told of, or ``None``.
         transcript: Messages, pending reminders and audit entries.
         turn: The number of the next request.
         started: Whether ``session_start`` has fired.
@@ -98,6 +101,8 @@ class SessionState:
     envelope_instructions: InstructionsMode = "auto"
     channel: ChannelSetting = "auto"
     nonce: str | None = None
+    declared_tools: tuple[dict[str, Any], ...] | None = None
+    announced_tools: tuple[str, ...] | None = None
     transcript: Transcript = field(default_factory=Transcript)
     turn: int = 0
     started: bool = False
@@ -184,6 +189,13 @@ class SessionState:
             doc["channel"] = self.channel
         if self.nonce is not None:
             doc["nonce"] = self.nonce
+        if self.declared_tools is not None or self.announced_tools is not None:
+            doc["tools"] = {
+                "announced": None if self.announced_tools is None else list(self.announced_tools),
+                "declared": None
+                if self.declared_tools is None
+                else [copy_json(t) for t in self.declared_tools],
+            }
         if queue:
             doc["queue"] = {
                 "delivered_ids": sorted(self.queue.delivered_ids),
@@ -200,7 +212,7 @@ class SessionState:
             }
         else:
             del doc["queue"]
-        return doc
+        return {key: doc[key] for key in sorted(doc)}  # the optional keys in their place
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionState:
@@ -235,6 +247,7 @@ class SessionState:
             nonce = check_nonce(doc.get("nonce"))
         except AgentRemindersError as exc:
             raise StateError(exc.message) from None
+        declared, announced = _tools(doc.get("tools"))
         return cls(
             session_id=_str(doc["session_id"], "session_id"),
             agent_id=_str(doc["agent_id"], "agent_id"),
@@ -243,6 +256,8 @@ class SessionState:
             envelope_instructions=instructions,
             channel=channel,
             nonce=nonce,
+            declared_tools=declared,
+            announced_tools=announced,
             transcript=_transcript(doc["transcript"]),
             turn=_int(doc["turn"], "turn"),
             started=_bool(doc["started"], "started"),
@@ -255,6 +270,29 @@ class SessionState:
 
 
 # -- strict readers: each names the path of the bad value -------------------------------------
+
+
+def _tools(
+    value: object,
+) -> tuple[tuple[dict[str, Any], ...] | None, tuple[str, ...] | None]:
+    if value is None:
+        return None, None
+    doc = _object(value, "tools", frozenset({"announced", "declared"}))
+    announced = doc["announced"]
+    if announced is not None and not (
+        isinstance(announced, list) and all(isinstance(n, str) for n in announced)
+    ):
+        raise StateError("tools.announced must be a list of tool names or null")
+    declared = doc["declared"]
+    if declared is not None and not (
+        isinstance(declared, list)
+        and all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in declared)
+    ):
+        raise StateError("tools.declared must be a list of tool specs (objects with a name)")
+    return (
+        None if declared is None else tuple(dict(t) for t in declared),
+        None if announced is None else tuple(announced),
+    )
 
 
 def _object(

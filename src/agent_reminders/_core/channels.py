@@ -37,6 +37,7 @@ __all__ = [
     "ChannelSetting",
     "DowngradeReason",
     "check_channel",
+    "is_downgrade",
     "placement",
 ]
 
@@ -115,3 +116,28 @@ def placement(messages: Sequence[Mapping[str, Any]], start: int = 0) -> dict[int
             if index >= start:
                 found[index] = reason
     return found
+
+
+def _blocks_of(content: object) -> object:
+    # a string and one text block holding it are the same content on the wire
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content
+
+
+def is_downgrade(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether ``after`` is ``before`` sent on the user channel instead of as a system entry:
+    the same content, the role turned from ``system`` to ``user`` (a ``clear_at`` mark, which
+    only a system entry carries, gone with it). How an audit tells a downgrade — a sanctioned
+    break — from any other change to an earlier message.
+
+    Example:
+        >>> is_downgrade({"role": "system", "content": "x", "clear_at": "next_user_message"},
+        ...              {"role": "user", "content": [{"type": "text", "text": "x"}]})
+        True
+    """
+    if before.get("role") != "system" or after.get("role") != "user":
+        return False
+    rest = {k: v for k, v in before.items() if k not in ("role", "content", "clear_at")}
+    other = {k: v for k, v in after.items() if k not in ("role", "content")}
+    return rest == other and _blocks_of(before.get("content")) == _blocks_of(after.get("content"))

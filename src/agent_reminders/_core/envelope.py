@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .channels import Channel, ChannelSetting, check_channel
+from .channels import Channel, ChannelSetting, check_channel, is_downgrade
 from .errors import ReminderError
 from .events import EventLog, Kind, check_log
 from .fields import FIRED_EVENT_FIELDS, event_fields
 from .frozen import fast_init
+from .messages import copy_json
 from .records import AUTHORITY_RANK, Message, Reminder, RoleHint, check_turn
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ _DASHES = "\u2010-\u2015\u2043\u2212\ufe58\ufe63\uff0d"
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 _OPENERS = "<\ufe64\uff1c"  # "<", small and fullwidth: NFKC turns each into "<"
 _CANDIDATE = re.compile(
-    f"[{_OPENERS}](?=[\\s{_INVISIBLE}]*(?:[/\uff0f][\\s{_INVISIBLE}]*)?"
+    f"[{_OPENERS}](?=[\\s{_INVISIBLE}{_MARKS}]*(?:[/\uff0f][\\s{_INVISIBLE}{_MARKS}]*)?"
     f"((?:[\\w.:{_DASHES}{_INVISIBLE}{_MARKS}-])+))"
 )
 _INVISIBLE_CHARS = re.compile(f"[{_INVISIBLE}]")
@@ -376,15 +377,17 @@ class PrefixBreak:
     """Where request ``request_index`` stops extending request ``request_index - 1``.
 
     ``message_index`` is the first differing message (``None`` when the system prompt changed);
-    ``reason`` is ``"message_changed"``, ``"messages_removed"`` or ``"system_changed"``.
+    ``reason`` is ``"message_changed"``, ``"messages_removed"``, ``"system_changed"`` or
+    ``"channel_downgraded"`` (a system entry sent as a user message from this request on: a
+    sanctioned break, evented by the session).
     """
 
     request_index: int
     message_index: int | None
     # Extra detail; equality is by position alone, so PrefixBreak(3, 0) matches any reason.
-    reason: Literal["message_changed", "messages_removed", "system_changed"] = field(
-        default="message_changed", compare=False
-    )
+    reason: Literal[
+        "message_changed", "messages_removed", "system_changed", "channel_downgraded"
+    ] = field(default="message_changed", compare=False)
 
 
 def _winners(candidates: Iterable[tuple[str | None, int, _T]]) -> dict[str, _T]:
@@ -575,6 +578,7 @@ def commit_directives(
     event_log: EventLog | None = None,
     channel: ChannelSetting = "user",
     nonce: str | None = None,
+    extra_blocks: Sequence[Mapping[str, Any]] = (),
 ) -> Committed:
     """Commit the envelope for one model request as a new trailing message.
 
@@ -590,6 +594,8 @@ def commit_directives(
     ``Session`` resolves it through the capability table first). An envelope spoken by the
     person (every directive ``role_hint="user_block"``) is always a ``user`` message. With a
     ``nonce`` the envelope's opening tag carries it (see :func:`render_envelope`).
+    ``extra_blocks`` (tool-change blocks, system channel only) follow the envelope's text in
+    the message's content; with no new directive they make a message of their own.
     """
     transcript = _check_transcript(transcript)
     turn = check_turn(turn)
@@ -600,17 +606,29 @@ def commit_directives(
     log = check_log(event_log)
     transcript = transcript.report_invalid(log)
 
+    blocks = [copy_json(b) for b in extra_blocks]
+    if blocks and role != "system":
+        raise ReminderError("RMD-001", "extra_blocks go on the system channel only")
     # Only an entry whose id is in no message can be new; none such: skip the projection.
     uncommitted = transcript.uncommitted_ids
-    if not uncommitted:
-        return Committed(transcript=transcript, message=None, fired=())
-    fresh = [
-        current
-        for e in project_wanted(transcript.pending, uncommitted)
-        if not transcript.is_committed(current := transcript.current(e))
-    ]
+    fresh = (
+        [
+            current
+            for e in project_wanted(transcript.pending, uncommitted)
+            if not transcript.is_committed(current := transcript.current(e))
+        ]
+        if uncommitted
+        else []
+    )
     if not fresh:
-        return Committed(transcript=transcript, message=None, fired=())
+        if not blocks:
+            return Committed(transcript=transcript, message=None, fired=())
+        result = transcript.append_envelope(blocks, [], "system")
+        return Committed(
+            transcript=result,
+            message={"role": "system", "content": blocks, "directive_ids": []},
+            fired=(),
+        )
     with_instructions = instructions == "always" or (
         instructions == "auto" and not transcript.has_instructions()
     )
@@ -618,7 +636,12 @@ def commit_directives(
     if role == "system" and _spoken_by_person(fresh):
         role = "user"  # the person's own words are never sent as the runtime's
     ids = [r.id for r in fresh]
-    result = transcript.append_envelope(text, ids, role)
+    content: str | list[dict[str, Any]] = (
+        [{"type": "text", "text": text}, *blocks] if blocks and role == "system" else text
+    )
+    result = transcript.append_envelope(content, ids, role)
+    if blocks and role == "user":  # the person's envelope; the tool change still goes as system
+        result = result.append_envelope(blocks, [], "system")
     if log is not None:
         for r in fresh:
             log.lifecycle(
@@ -647,7 +670,7 @@ def commit_directives(
         )
     return Committed(
         transcript=result,
-        message={"role": role, "content": text, "directive_ids": list(ids)},
+        message={"role": role, "content": content, "directive_ids": list(ids)},
         fired=tuple(ids),
     )
 
@@ -670,7 +693,7 @@ def _serialize(message: object) -> str:
     return json.dumps(message, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def _split(request: object, index: int) -> tuple[str | None, list[str]]:
+def _split(request: object, index: int) -> tuple[str | None, list[str], Sequence[Any]]:
     where = f"requests[{index}]"
     if isinstance(request, Mapping):
         messages = request.get("messages")
@@ -688,7 +711,7 @@ def _split(request: object, index: int) -> tuple[str | None, list[str]]:
             raise TypeError(
                 f"{where}[{position}] must be a message mapping, not {type(message).__name__}"
             )
-    return system_text, [_serialize(m) for m in messages]
+    return system_text, [_serialize(m) for m in messages], messages
 
 
 def check_append_only(requests: Iterable[object]) -> list[PrefixBreak]:
@@ -703,11 +726,11 @@ def check_append_only(requests: Iterable[object]) -> list[PrefixBreak]:
         []
     """
     breaks: list[PrefixBreak] = []
-    previous: tuple[str | None, list[str]] | None = None
+    previous: tuple[str | None, list[str], Sequence[Any]] | None = None
     for index, request in enumerate(requests):
         current = _split(request, index)
         if previous is not None:
-            (old_system, old), (new_system, new) = previous, current
+            (old_system, old, old_raw), (new_system, new, new_raw) = previous, current
             if old_system != new_system:
                 breaks.append(
                     PrefixBreak(request_index=index, message_index=None, reason="system_changed")
@@ -724,11 +747,12 @@ def check_append_only(requests: Iterable[object]) -> list[PrefixBreak]:
                         )
                         break
                     if new[position] != serialized:
+                        downgraded = is_downgrade(old_raw[position], new_raw[position])
                         breaks.append(
                             PrefixBreak(
                                 request_index=index,
                                 message_index=position,
-                                reason="message_changed",
+                                reason="channel_downgraded" if downgraded else "message_changed",
                             )
                         )
                         break

@@ -31,6 +31,8 @@ class Kind:
     # a system-channel envelope the wire must send as a user message from now on (its
     # placement broke a rule of the API): the one sanctioned prefix break besides compaction
     CHANNEL_DOWNGRADED = "transcript.channel_downgraded"
+    # the tools a request offers changed (in its envelope, or in its tools list)
+    TOOLS_CHANGED = "transcript.tools_changed"
 
 
 @fast_init

@@ -29,7 +29,7 @@ from .errors import ReminderError, StateError
 from .events import EventLog, Kind
 from .fields import lenient_dict, lenient_values
 from .ids import new_id
-from .messages import FrozenDict, FrozenList, copy_json, validate_message
+from .messages import FrozenDict, FrozenList, _copy_checked, copy_json, validate_message
 from .records import Message, Reminder, evolve_unchecked
 
 __all__ = [
@@ -397,7 +397,7 @@ class Transcript:
         return self._append_owned(validate_message(message))
 
     def append_envelope(
-        self, text: str, directive_ids: Sequence[str], role: str = "user"
+        self, text: str | list[dict[str, Any]], directive_ids: Sequence[str], role: str = "user"
     ) -> Transcript:
         """Append the envelope message ``commit_directives`` builds:
         ``{"role": role, "content": text, "directive_ids": [...]}`` (``role`` its channel,
@@ -408,8 +408,9 @@ class Transcript:
         """
         if role != "user" and role != "system":
             raise ValueError(f"an envelope's role is 'user' or 'system'; got {role!r}")
-        owned = FrozenDict(role=role, content=text, directive_ids=FrozenList(directive_ids))
-        wire = FrozenDict(role=role, content=text)
+        content = text if isinstance(text, str) else _copy_checked(text)
+        owned = FrozenDict(role=role, content=content, directive_ids=FrozenList(directive_ids))
+        wire = FrozenDict(role=role, content=content)
         return self._append_owned(cast(Message, owned), cast(Message, wire))
 
     def _append_owned(self, owned: Message, wire: Message | None = None) -> Transcript:

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._core.channels import is_downgrade
 from .._core.envelope import check_append_only
 from .._core.errors import AuditError, ConfigError
 from .cache_models import MODELS, CacheModel, CacheSimulator
-from .readers import Format, PromptSequence, RequestReader, read_lines
+from .readers import Format, Piece, PromptSequence, RequestReader, read_lines
 from .tokenizers import DEFAULT_ENCODING, load_tokenizer
 
 if TYPE_CHECKING:
@@ -29,7 +30,9 @@ __all__ = [
     "print_table",
 ]
 
-BreakReason = Literal["message_changed", "messages_removed", "system_changed", "tools_changed"]
+BreakReason = Literal[
+    "message_changed", "messages_removed", "system_changed", "tools_changed", "channel_downgraded"
+]
 
 PRICES: Mapping[str, float] = {"read": 0.1, "write": 1.25}
 """Default prices relative to an uncached input token: a cache read (OpenAI and Anthropic)
@@ -45,7 +48,9 @@ class AuditBreak:
         message: The first message that differs, numbered from 0 after the system prompt;
             ``-1`` when the tools or the system prompt changed.
         reason: ``message_changed``, ``messages_removed`` (the message list is a strict
-            prefix of the previous one), ``system_changed`` or ``tools_changed``.
+            prefix of the previous one), ``system_changed``, ``tools_changed`` or
+            ``channel_downgraded`` (a mid-conversation system entry sent as a user message
+            from this request on: the API's placement rules no longer allow it there).
         session_id: The request log's session (other formats: ``None``).
         line: The line of the file it was read from (``audit_requests``: ``None``).
     """
@@ -212,17 +217,17 @@ class _Breaks:
     of a file that is not a request log) and names the first difference."""
 
     def __init__(self) -> None:
-        self._last: dict[str | None, tuple[bytes | None, str, list[bytes]]] = {}
+        self._last: dict[str | None, tuple[bytes | None, str, list[bytes], tuple[Piece, ...]]] = {}
 
     def check(self, index: int, line: int | None, seq: PromptSequence) -> AuditBreak | None:
         tools = None if seq.tools is None else seq.tools.digest
         system = "".join(p.digest.hex() for p in seq.system)
         messages = [p.digest for p in seq.messages]
         previous = self._last.get(seq.session_id)
-        self._last[seq.session_id] = (tools, system, messages)
+        self._last[seq.session_id] = (tools, system, messages, seq.messages)
         if previous is None:
             return None
-        old_tools, old_system, old_messages = previous
+        old_tools, old_system, old_messages, old_pieces = previous
         session = seq.session_id
         if old_tools != tools:
             return AuditBreak(
@@ -238,8 +243,13 @@ class _Breaks:
             ]
         )[0]
         message = -1 if found.message_index is None else found.message_index
+        reason: BreakReason = found.reason
+        if reason == "message_changed" and is_downgrade(
+            old_pieces[message].value, seq.messages[message].value
+        ):
+            reason = "channel_downgraded"
         return AuditBreak(
-            request=index, message=message, reason=found.reason, session_id=session, line=line
+            request=index, message=message, reason=reason, session_id=session, line=line
         )
 
 

@@ -255,7 +255,10 @@ class Bridge:
         """``session/new`` → ``{sessionId}`` (:meth:`new_id`), stored before the reply."""
         _object(params, "session/new")
         connection.require_prompt("session/new")
-        session = Session(self.new_id(), system=self.settings.system)
+        settings = self.settings
+        session = Session(
+            self.new_id(), system=settings.system, channel=settings.channel, nonce=settings.nonce
+        )
         await self.store.create_session(session.state())
         if connection.scope is not None:
             connection.scope.joined(session.id)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.errors import ConfigError
+from .._core.channels import CHANNELS, ChannelSetting, check_channel
+from .._core.errors import ConfigError, ReminderError
 from .._core.fields import DEFAULT_MAX_BODY_BYTES
 from .auth import Scope, parse_tokens
 
@@ -61,6 +62,9 @@ class BridgeSettings:
             may take before the TCP connection is dropped.
         allowed_origins: Browser origins a WebSocket upgrade may come from.
         tokens: The WebSocket tokens and their scopes (``[[tokens]]``).
+        channel: The channel setting of new sessions (``"auto"``: the most trusted role the
+            configured model takes, through the capability table; ``"user"``; ``"system"``).
+        nonce: New sessions put a per-session nonce on every envelope.
         lease_seconds: How long this worker's claim on a session it prompts lasts without
             renewal (renewed every third of it while the prompt runs): a killed worker's
             sessions can be prompted elsewhere after this long (06 §3).
@@ -83,10 +87,18 @@ class BridgeSettings:
     send_timeout_seconds: float = 30.0
     tokens: tuple[Scope, ...] = ()
     lease_seconds: float = DEFAULT_LEASE_SECONDS
+    channel: ChannelSetting = "auto"
+    nonce: bool = False
 
     def __post_init__(self) -> None:
         value = check_lease_seconds(self.lease_seconds, "lease_seconds")
         object.__setattr__(self, "lease_seconds", value)
+        try:
+            check_channel(self.channel)
+        except ReminderError as exc:
+            raise ConfigError(exc.message) from None
+        if type(self.nonce) is not bool:
+            raise ConfigError(f"nonce must be true or false; got {self.nonce!r}")
 
 
 # The [server] keys of 04 §1.
@@ -98,6 +110,8 @@ _SERVER_KEYS = {
     "rate_per_second": int | float,
     "idle_timeout_seconds": int | float,
     "lease_seconds": int | float,
+    "channel": str,
+    "nonce": bool,
 }
 _APPLIED = {
     "allowed_origins": "allowed_origins",
@@ -107,6 +121,8 @@ _APPLIED = {
     "max_body_bytes": "max_body_bytes",
     "max_pending_per_session": "max_pending",
     "lease_seconds": "lease_seconds",
+    "channel": "channel",
+    "nonce": "nonce",
 }
 
 
@@ -139,7 +155,15 @@ def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
             if key == "lease_seconds":
                 check_lease_seconds(value, f"config {path}: server.lease_seconds")
             positive = not isinstance(value, int | float) or value > 0
-            if not isinstance(value, kind) or isinstance(value, bool) or not positive:
+            if key == "channel" and value not in CHANNELS:
+                raise ConfigError(
+                    f"config {path}: server.channel must be one of "
+                    f"{', '.join(CHANNELS)}; got {value!r}"
+                )
+            if key == "nonce":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"config {path}: server.nonce must be true or false")
+            elif not isinstance(value, kind) or isinstance(value, bool) or not positive:
                 raise ConfigError(f"config {path}: server.{key} has a bad value {value!r}")
             if key in _APPLIED:
                 values[_APPLIED[key]] = tuple(value) if isinstance(value, list) else value

@@ -27,7 +27,7 @@ import anyio
 from .._core.errors import AgentRemindersError, StoreError
 from .._core.events import EventRecord, Kind
 from .._core.records import Reminder
-from .._core.request import ModelRequest, ModelResponse, ToolCall, ToolResult
+from .._core.request import ModelInfo, ModelRequest, ModelResponse, ToolCall, ToolResult
 from ..hooks import Hooks
 from ..loop.run import agent_loop
 from ..session import Session
@@ -53,14 +53,14 @@ STOP_REASONS = {
 }
 
 
-def _emitted(reminder: Reminder) -> dict[str, Any]:
+def _emitted(reminder: Reminder, role: str) -> dict[str, Any]:
     return {
         "reminderId": reminder.id,
         "tags": list(reminder.tags),
         "body": reminder.body,
         "roleHint": reminder.role_hint.value,
         "authority": reminder.authority.value,
-        "renderedRole": "user",
+        "renderedRole": role,
         "source": reminder.source.value,
         "ttlTurns": reminder.ttl_turns,
     }
@@ -76,7 +76,7 @@ class PromptRun:
         self.session = session
         self.live = live
         self.connection = connection
-        self.fired: list[str] = []
+        self.fired: list[tuple[str, str]] = []  # (reminder id, the channel it went on)
         self.open_calls: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResult] = {}
         self._failing_since: float | None = None  # when the saves started failing
@@ -89,7 +89,7 @@ class PromptRun:
     def _on_fired(self, record: EventRecord) -> None:
         rid = record.payload.get("reminder_id")
         if isinstance(rid, str):
-            self.fired.append(rid)
+            self.fired.append((rid, str(record.payload.get("rendered_role", "user"))))
 
     def _on_tool(self, call: ToolCall, result: ToolResult) -> None:
         self.results[call.id] = result
@@ -114,10 +114,10 @@ class PromptRun:
         if self.fired:
             by_id = {r.id: r for r in self.session.transcript.reminders}
             fired, self.fired = self.fired, []
-            for rid in fired:
+            for rid, role in fired:
                 reminder = by_id.get(rid)
                 if reminder is not None:
-                    await self._announce(reminder)
+                    await self._announce(reminder, role)
 
     async def save(self) -> None:
         """Save the session, trying again while the store fails (see the module's text).
@@ -158,8 +158,8 @@ class PromptRun:
                 return content if isinstance(content, str) else ""
         return ""
 
-    async def _announce(self, reminder: Reminder) -> None:
-        body = _emitted(reminder)
+    async def _announce(self, reminder: Reminder, role: str) -> None:
+        body = _emitted(reminder, role)
         if self.connection.emitted_as_update:
             await self.update(
                 {
@@ -211,6 +211,9 @@ class PromptRun:
         """Run the loop; returns the ACP ``stopReason``."""
         hooks = Hooks()
         hooks.tool("*", post=self._on_tool)
+        info = getattr(self.bridge.model, "model_info", None)
+        if isinstance(info, ModelInfo):  # the loop sees this wrapper, not the model itself
+            self.session.model = info
         unsubscribe = self.session.event_log.subscribe(self._on_fired, kind_prefix=Kind.FIRED)
         try:
             result = await agent_loop(

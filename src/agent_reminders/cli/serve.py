@@ -69,6 +69,15 @@ def serve(
         str | None,
         typer.Option("--ws", help="Serve WebSocket on [HOST:]PORT (host 127.0.0.1) instead."),
     ] = None,
+    channel: Annotated[
+        str | None,
+        typer.Option(
+            "--channel",
+            help="The role new sessions send their envelopes in: auto (the most trusted one "
+            "the model takes: a mid-conversation system entry on Claude Opus 4.8 and later, "
+            "developer on OpenAI; default), user or system.",
+        ),
+    ] = None,
 ) -> None:
     """Run an agent as an ACP-style JSON-RPC server on stdin/stdout (logs on stderr).
 
@@ -88,7 +97,9 @@ def serve(
     from ..testing.scripted import ScriptedModel
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    settings = load_settings(config, max_iterations=max_iterations, request_log=request_log)
+    settings = load_settings(
+        config, max_iterations=max_iterations, request_log=request_log, channel=channel
+    )
     chosen = None if model is None else parse_model_spec(model, base_url=base_url)
     if isinstance(chosen, ScriptedModel):
         # nothing in a server reads the requests back (--request-log records them), and a

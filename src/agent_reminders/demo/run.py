@@ -31,6 +31,7 @@ from .scenario import (
     COMPACT_KEEP_LAST,
     CONTEXT_WINDOW,
     DEFAULT_TURNS,
+    DEMO_NONCE,
     FACTS,
     HOST_PUSHES,
     IDLE_MS,
@@ -237,6 +238,9 @@ class _Demo:
             generators=generators,
             workspace=WORKSPACE,
             id_factory=_ids(),
+            # every envelope carries the session's nonce, so text in a file cannot pass for
+            # one; a fixed value here keeps the demo's bytes the same on every run
+            nonce=DEMO_NONCE,
         )
         self.sessions: dict[str, Session] = {self.session.id: self.session}
         recorder.watch(self.session, "agent")

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 SESSION_ID = "demo"
+# the nonce on every envelope of the demo session (fixed: the demo is the same bytes each run)
+DEMO_NONCE = "demo-5f3a9c2e"
 SYSTEM = (
     "You are a careful coding agent working in a Python repository on behalf of the person "
     "you talk to. You have tools to read files, to edit them by exact replacement and to run "

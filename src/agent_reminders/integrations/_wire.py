@@ -12,9 +12,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+from .._core.channels import TOOL_CHANGE_BLOCKS
 from .._core.errors import MessageError
 from .._core.messages import copy_json, validate_message
 from .._core.records import Message
+from ..toolset import tool_change_text
 
 __all__ = [
     "arguments_json",
@@ -26,6 +28,7 @@ __all__ = [
     "message_list",
     "parse_arguments",
     "plain_content",
+    "text_only",
     "tool_specs",
 ]
 
@@ -122,3 +125,18 @@ def checked_messages(built: Iterable[tuple[dict[str, Any], str]]) -> list[Messag
     """Validate converted neutral messages (``where`` names their source) and return plain
     copies the caller owns."""
     return [cast(Message, copy_json(validate_message(message, where))) for message, where in built]
+
+
+def text_only(content: Any) -> Any:
+    """``content`` for a role that carries no tool-change blocks: each such block becomes a
+    text block saying the change (content without one is returned as it is)."""
+    if isinstance(content, str) or not any(
+        isinstance(b, Mapping) and b.get("type") in TOOL_CHANGE_BLOCKS for b in content
+    ):
+        return content
+    return [
+        {"type": "text", "text": tool_change_text(b)}
+        if isinstance(b, Mapping) and b.get("type") in TOOL_CHANGE_BLOCKS
+        else b
+        for b in content
+    ]

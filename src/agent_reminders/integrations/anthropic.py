@@ -24,12 +24,14 @@ from ._wire import (
     is_plain_text_block,
     message_list,
     plain_content,
+    text_only,
     tool_specs,
 )
 
 __all__ = [
     "CACHE_CONTROL",
     "CLEAR_AT_BETA",
+    "INLINE_TOOLS_BETA",
     "LOOKBACK_BLOCKS",
     "TOOL_CHANGES_BETA",
     "anthropic_betas",
@@ -61,10 +63,43 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
+def _system_blocks(content: object, declared: frozenset[str]) -> list[dict[str, Any]]:
+    """A system entry's content: text blocks as they are; a tool addition a reference to a
+    tool the request declares, else its definition inline; a tool removal a reference."""
+    out: list[dict[str, Any]] = []
+    for block in content_blocks(content):
+        kind = block.get("type")
+        if kind == "tool_removal":
+            out.append({"type": "tool_removal", "tool": _reference(block["name"])})
+        elif kind == "tool_addition" and block["name"] in declared:
+            out.append({"type": "tool_addition", "tool": _reference(block["name"])})
+        elif kind == "tool_addition":
+            (_, description, parameters), *_ = tool_specs([block])
+            definition = {
+                "name": block["name"],
+                "description": description,
+                "input_schema": parameters,
+            }
+            out.append(
+                {
+                    "type": "tool_addition",
+                    "tool": {"type": "tool_definition", "definition": definition},
+                }
+            )
+        else:
+            out.append(block)
+    return out
+
+
+def _reference(name: str) -> dict[str, Any]:
+    return {"type": "tool_reference", "name": name}
+
+
 def _messages(request: ModelRequest, clear_at: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None  # the open tool_result user turn
     downgraded = placement(request.messages)
+    declared = frozenset(t["name"] for t in request.tools)
     for index, message in enumerate(request.messages):
         role = message["role"]
         if role == "tool":
@@ -89,14 +124,14 @@ def _messages(request: ModelRequest, clear_at: bool) -> list[dict[str, Any]]:
             # after its one turn says so (it stays in the array, byte for byte)
             entry: dict[str, Any] = {
                 "role": "system",
-                "content": content_blocks(message["content"]),
+                "content": _system_blocks(message["content"], declared),
             }
             if clear_at and lasts_one_turn(message_text(message)):
                 entry["clear_at"] = "next_user_message"
             out.append(entry)
         else:
             # a user message, or a system message that cannot stand where it is (downgraded)
-            out.append({"role": "user", "content": content_blocks(message["content"])})
+            out.append({"role": "user", "content": content_blocks(text_only(message["content"]))})
     return out
 
 
@@ -171,12 +206,14 @@ def to_anthropic(
 
 CLEAR_AT_BETA = "mid-conversation-system-clear-at-2026-08-21"
 TOOL_CHANGES_BETA = "mid-conversation-tool-changes-2026-07-01"
+INLINE_TOOLS_BETA = "inline-tools-2026-09-15"
 
 
 def anthropic_betas(body: Mapping[str, Any]) -> list[str]:
     """The ``anthropic-beta`` values a body from :func:`to_anthropic` needs: the ``clear_at``
     beta when an entry carries ``clear_at``, the tool-change beta when an entry carries
-    ``tool_addition`` / ``tool_removal`` blocks; ``[]`` for a body that uses neither.
+    ``tool_addition`` / ``tool_removal`` blocks (and the inline-tools beta when one defines
+    its tool inline); ``[]`` for a body that uses none.
 
     Example:
         >>> anthropic_betas({"messages": [{"role": "system", "content": [],
@@ -187,13 +224,17 @@ def anthropic_betas(body: Mapping[str, Any]) -> list[str]:
     messages = body.get("messages") or []
     if any("clear_at" in m for m in messages):
         betas.append(CLEAR_AT_BETA)
-    if any(
-        isinstance(b, Mapping) and b.get("type") in TOOL_CHANGE_BLOCKS
+    changes = [
+        b
         for m in messages
         if m.get("role") == "system"
         for b in m.get("content") or ()
-    ):
+        if isinstance(b, Mapping) and b.get("type") in TOOL_CHANGE_BLOCKS
+    ]
+    if changes:
         betas.append(TOOL_CHANGES_BETA)
+    if any(b.get("tool", {}).get("type") == "tool_definition" for b in changes):
+        betas.append(INLINE_TOOLS_BETA)
     return betas
 
 
@@ -266,6 +307,27 @@ def _from_assistant(blocks: list[Any], where: str) -> dict[str, Any]:
     return out
 
 
+def _neutral_block(block: Any, tools: Mapping[str, Mapping[str, Any]]) -> Any:
+    """A system entry's block as a neutral one: a tool change names its tool (with the
+    definition it carries inline, or the one of the body's ``tools`` it refers to)."""
+    kind = block.get("type")
+    if kind not in TOOL_CHANGE_BLOCKS:
+        return block
+    tool = block.get("tool") if isinstance(block.get("tool"), Mapping) else {}
+    if tool.get("type") == "tool_definition":
+        found = tool.get("definition") or {}
+    else:
+        found = tools.get(tool.get("name", ""), {"name": tool.get("name", "")})
+    if kind == "tool_removal":
+        return {"type": "tool_removal", "name": found.get("name", tool.get("name", ""))}
+    return {
+        "type": "tool_addition",
+        "name": found.get("name", ""),
+        "description": found.get("description", ""),
+        "parameters": found.get("input_schema", {"type": "object", "properties": {}}),
+    }
+
+
 def from_anthropic(
     body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> tuple[str, list[Message]]:
@@ -302,6 +364,12 @@ def from_anthropic(
         system = "\n\n".join(b["text"] for b in parts if isinstance(b.get("text"), str))
     built: list[tuple[dict[str, Any], str]] = []
     names: dict[str, str] = {}
+    declared = stripped.get("tools") if isinstance(stripped, Mapping) else None
+    tools = {
+        t["name"]: t
+        for t in declared or ()
+        if isinstance(t, Mapping) and isinstance(t.get("name"), str)
+    }
     for index, message in enumerate(raw):
         where = f"messages[{index}]"
         if not isinstance(message, Mapping):
@@ -315,7 +383,8 @@ def from_anthropic(
         elif role == "user":
             built.extend(_from_user(blocks, f"{where}.content", names))
         elif role == "system":  # a mid-conversation system entry stays in place
-            built.append(({"role": "system", "content": _neutral_content(blocks)}, where))
+            neutral = [_neutral_block(b, tools) for b in blocks]
+            built.append(({"role": "system", "content": _neutral_content(neutral)}, where))
         else:
             raise MessageError(
                 f"{where}.role: must be 'user', 'assistant' or 'system'; got {role!r}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._core.request import ModelRequest
-from ._wire import call_names, content_blocks, copy_json, plain_content, tool_specs
+from ._wire import call_names, content_blocks, copy_json, plain_content, text_only, tool_specs
 
 __all__ = ["to_gemini"]
 
@@ -70,7 +70,7 @@ def to_gemini(request: ModelRequest) -> dict[str, Any]:
             contents.append({"role": "model", "parts": parts})
         else:
             # Gemini has no system role inside contents: a later system message is a user turn.
-            contents.append({"role": "user", "parts": _parts(message["content"])})
+            contents.append({"role": "user", "parts": _parts(text_only(message["content"]))})
     body: dict[str, Any] = {}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}

@@ -21,6 +21,7 @@ from ._wire import (
     message_list,
     parse_arguments,
     plain_content,
+    text_only,
     tool_specs,
 )
 
@@ -48,7 +49,7 @@ def _chat_message(message: Message, system_role: SystemRole = "developer") -> di
             "tool_call_id": message.get("tool_call_id", ""),
             "content": plain_content(message["content"]),
         }
-    out: dict[str, Any] = {"role": role, "content": plain_content(message["content"])}
+    out: dict[str, Any] = {"role": role, "content": plain_content(text_only(message["content"]))}
     if "name" in message:
         out["name"] = message["name"]
     calls = message.get("tool_calls") or []
@@ -141,7 +142,7 @@ def to_openai_responses(request: ModelRequest) -> dict[str, Any]:
                 {
                     "type": "message",
                     "role": "developer" if role == "system" else role,
-                    "content": _responses_content(message["content"], role),
+                    "content": _responses_content(text_only(message["content"]), role),
                 }
             )
         items.extend(

@@ -198,8 +198,8 @@ class _Run:
     ) -> None:
         self.session = session
         self.model = model
-        self.tools = {t.name: t for t in tools}
-        self.specs = tuple(t.spec() for t in tools)
+        if tools:  # the loop's tools are what the session offers; else the session's own
+            session.sync_tools(tools)
         self.hooks = hooks
         self.queue = queue
         self.context_window = context_window
@@ -232,11 +232,11 @@ class _Run:
                     blocked = str(action.get("reason") or "blocked by a hook")
                 elif action["action"] == "modify":  # hooks checked: arguments is a mapping
                     call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
-        tool = self.tools.get(call.name)
+        tool = self.session.tool(call.name)
         if blocked is not None:
             result = blocked_result(blocked)
         elif tool is None:
-            known = ", ".join(sorted(self.tools)) or "none"
+            known = ", ".join(sorted(t.name for t in self.session.tools)) or "none"
             result = ToolResult(
                 content=f"Unknown tool {call.name!r}; available: {known}.", ok=False
             )
@@ -264,7 +264,7 @@ class _Run:
         """One iteration; returns the final message when the model made no tool call."""
         session = self.session
         self.seam("iteration_start", turn)
-        request = session.prepare_request(turn=turn, tools=self.specs)
+        request = session.prepare_request(turn=turn)
         self.requests.append(request)
         called = self.model(request)
         if type(called) is not CoroutineType and not inspect.isawaitable(called):
