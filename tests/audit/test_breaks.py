@@ -110,3 +110,23 @@ def test_a_new_session_in_a_log_starts_fresh() -> None:
     first = {"session_id": "a", "system": SYSTEM, "messages": [A, B]}
     other = {"session_id": "b", "system": "other", "messages": [C]}
     assert breaks([first, other]) == []
+
+
+def test_a_downgraded_system_entry_is_named_as_such() -> None:
+    """A system entry the next request sends as a user message (Anthropic's placement rules
+    no longer allow it there) is the sanctioned ``channel_downgraded`` break, not a change."""
+    from agent_reminders import ModelInfo, Session
+    from agent_reminders.integrations import to_anthropic
+
+    session = Session(system=SYSTEM, model=ModelInfo(provider="anthropic", name="claude-opus-4-8"))
+    session.append({"role": "user", "content": "hi"})
+    session.inject({"body": "CI is red"})
+    first = to_anthropic(session.prepare_request())  # the call fails: no answer
+    session.append({"role": "user", "content": "still there?"})
+    second = to_anthropic(session.prepare_request())
+    assert first["messages"][1]["role"] == "system"
+    assert second["messages"][1]["role"] == "user"
+    assert breaks([first, second]) == [(1, 1, "channel_downgraded")]
+    edited = to_anthropic(session.prepare_request())
+    edited["messages"][1]["content"][0]["text"] = "changed"
+    assert breaks([second, edited]) == [(1, 1, "message_changed")]

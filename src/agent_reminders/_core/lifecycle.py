@@ -313,7 +313,10 @@ def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None =
 def _default_layout(
     messages: tuple[Message, ...], keep_last: int, summary: str | None
 ) -> tuple[list[Message], int, str]:
-    head = list(messages[:1]) if messages and messages[0]["role"] == "system" else []
+    # a leading system message of the history stays; an envelope on the system channel is a
+    # directive, whose lifetime compaction decides like any other
+    first = messages[0] if messages else None
+    head = [first] if first and first["role"] == "system" and "directive_ids" not in first else []
     rest = messages[len(head) :]
     cut = max(0, len(rest) - keep_last)
     # Never start the kept tail with a tool result whose assistant tool call was archived.

@@ -50,7 +50,9 @@ _NAMES: dict[Format, str] = {
 _MARKER = '"cache_control"'
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 # Fields only one of the two `messages` formats has: they settle a line's format.
-_CHAT_ROLES = frozenset({"system", "developer", "tool", "function"})
+# roles only OpenAI Chat has inside messages (Anthropic's messages may hold a mid-conversation
+# "system" entry too, so that role decides nothing)
+_CHAT_ROLES = frozenset({"developer", "tool", "function"})
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 _CHAT_PARTS = frozenset({"image_url", "input_audio", "refusal"})
 # Request fields that only hint (OpenAI-compatible servers accept some Anthropic ones and the
