@@ -27,6 +27,7 @@ from agent_reminders import (
     placement,
 )
 from agent_reminders.integrations import (
+    anthropic_betas,
     from_anthropic,
     from_openai_chat,
     to_anthropic,
@@ -34,6 +35,7 @@ from agent_reminders.integrations import (
     to_openai_chat,
     to_openai_responses,
 )
+from agent_reminders.testing.recording_server import anthropic_refusal
 
 # the models a session of each wire may switch between: one that takes the system channel,
 # one that does not
@@ -202,6 +204,9 @@ def test_every_request_is_valid_for_its_api(wire: str, channel: str, steps: list
         json.dumps(body)  # plain JSON, nothing else
         if wire == "anthropic":
             assert anthropic_problems(body) == [], body
+            # and the recording server's own rules, as the API would answer a capable model
+            headers = {"anthropic-beta": ",".join(anthropic_betas(body))}
+            assert anthropic_refusal({**body, "model": "claude-opus-4-8"}, headers) is None
         elif wire == "openai_chat":
             roles = [m["role"] for m in body["messages"]]
             assert set(roles) <= {"system", "developer", "user", "assistant", "tool"}

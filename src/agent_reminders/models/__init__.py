@@ -62,13 +62,15 @@ def parse_model_spec(
     ``"openai:NAME"`` → :class:`OpenAIChatModel`, ``"openai-responses:NAME"`` →
     :class:`OpenAIResponsesModel`, ``"anthropic:NAME"`` → :class:`AnthropicModel`,
     ``"scripted:PATH"`` → ``ScriptedModel.from_file(PATH, loop=True)`` (a JSON or JSON Lines
-    script). ``base_url``, ``api_key`` and ``options`` go to the backend's constructor; nothing
-    is sent and no credential is read until the model is first called.
+    script). ``base_url``, ``api_key`` and ``options`` (``system_role="system"`` for
+    ``openai:``…) go to the backend's constructor; nothing is sent and no credential is read
+    until the model is first called. A backend reports its ``model_info`` (provider, model,
+    endpoint), from which a session's ``channel="auto"`` picks the role of its envelopes.
 
     Example:
         >>> model = parse_model_spec("openai:qwen2.5", base_url="http://127.0.0.1:8080/v1")
-        >>> model.name, model.base_url
-        ('openai:qwen2.5', 'http://127.0.0.1:8080/v1')
+        >>> model.name, model.base_url, model.model_info.key
+        ('openai:qwen2.5', 'http://127.0.0.1:8080/v1', 'openai-compatible:qwen2.5')
         >>> parse_model_spec("gemini:pro")
         Traceback (most recent call last):
         ...

@@ -1,4 +1,5 @@
-"""What the model backends share: credentials, cache keys, error text, tool-call arguments.
+"""What the model backends share: credentials, endpoints, cache keys, error text, tool-call
+arguments.
 
 No SDK is imported here; each backend module maps its own SDK's exceptions onto these helpers.
 """
@@ -6,23 +7,27 @@ No SDK is imported here; each backend module maps its own SDK's exceptions onto 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 from .._core.errors import ConfigError, MessageError, ModelError
 from .._core.records import Message
-from .._core.request import ModelRequest, Usage
+from .._core.request import ModelInfo, ModelRequest, Usage
 from ..integrations._wire import parse_arguments
 
 __all__ = [
     "CacheKey",
     "api_key_or_error",
     "assistant_message",
-    "cached_usage",
     "cache_key_for",
+    "cached_usage",
+    "channel_error",
     "check_client_options",
     "connection_error",
     "count_of",
+    "endpoint_of",
     "field_of",
     "server_message_of",
     "status_error",
@@ -72,6 +77,21 @@ def check_client_options(provider: str, client: object, **given: object) -> None
             f"{provider}: {', '.join(clash)} cannot be combined with client=; configure the "
             "client itself (or pass the settings without a client)"
         )
+
+
+def endpoint_of(base_url: str | None, client: object, env: str, own_host: str) -> str | None:
+    """Where a backend's requests go, for its :class:`ModelInfo`: ``base_url``, else a given
+    client's, else the SDK's own environment variable ``env`` (the SDK reads it too); ``None``
+    for the provider's own endpoint (host ``own_host``)."""
+    if base_url:
+        url: str = base_url
+    elif client is not None:
+        url = str(field_of(client, "base_url") or "")
+    else:
+        url = os.environ.get(env, "")
+    if not url or urlsplit(url).hostname == own_host:
+        return None
+    return url
 
 
 def cache_key_for(setting: CacheKey, request: ModelRequest) -> str | None:
@@ -174,3 +194,73 @@ def cached_usage(usage: Any, input_key: str, output_key: str, details_key: str) 
         output_tokens=count_of(field_of(usage, output_key)) or 0,
         cached_input_tokens=count_of(field_of(field_of(usage, details_key), "cached_tokens")),
     )
+
+
+# Where a server names the entry it refused: Anthropic "messages.3: …" / "messages.3.content",
+# OpenAI "'messages[3].role'" / "input[3]".
+_ENTRY = re.compile(r"\b(?:messages|input)(?:\.(\d+)|\[(\d+)\])")
+_ROLE = re.compile(r"\b(?:system|developer)\b", re.IGNORECASE)
+_WHY = re.compile(
+    r"role|placement|position|first|beginning|start|follow|preced|alternat|support|allowed|"
+    r"template|clear_at|tool_addition|tool_removal",
+    re.IGNORECASE,
+)
+_BETA_FIELDS = ("clear_at", "tool_addition", "tool_removal")
+# Statuses a refused role comes back with: 400 from the APIs, 422 from some proxies, 500 from
+# compatible servers whose chat template raised.
+_REFUSAL_STATUSES = frozenset({400, 422, 500})
+
+
+def channel_error(
+    provider: str,
+    label: str,
+    model: ModelInfo,
+    status: int,
+    body: object,
+    text: str | None,
+    url: str,
+    *,
+    entries: Sequence[int],
+    where: str,
+    hint: str = "",
+) -> ModelError | None:
+    """One :class:`ModelError` for a refused mid-conversation system entry, or ``None`` when
+    the error is about something else.
+
+    A refusal is recognised when the request carried such entries (``entries``: their indexes
+    in the wire list named ``where``) and the server either names one of them
+    (``messages.3``, ``messages[3]``, ``input[3]``) or, naming no entry, speaks of the system
+    or developer role and where it stands or whether it is supported. The message names the
+    model, the entry and the settings that avoid the error; ``hint`` adds a backend's own.
+    """
+    said = server_message_of(body, text)
+    if status not in _REFUSAL_STATUSES or not said or not entries:
+        return None
+    named = _ENTRY.search(said)
+    if named is not None:
+        index = int(named[1] or named[2])
+        if index not in entries:
+            return None  # about another entry: the leading system prompt, a tool result…
+        entry = f"{where}[{index}]"
+    elif _ROLE.search(said) and _WHY.search(said):
+        entry = f"{where}[{entries[0]}] (the first such entry of the request)"
+    else:
+        return None
+    key = model.key
+    if any(name in said for name in _BETA_FIELDS):
+        table = (
+            f'register_model_capabilities("{key}", system_messages=True) to keep the system '
+            "channel without its betas"
+        )
+    else:
+        table = (
+            f'register_model_capabilities("{key}", system_messages=False) so that '
+            'channel="auto" picks the user channel for this model'
+        )
+    message = (
+        f"{label}: HTTP {status} from {url}: the server refused the mid-conversation system "
+        f"entry at {entry}, an envelope sent on the system channel (it said: {said}). To send "
+        'envelopes as user messages instead, use Session(channel="user") (on the command '
+        f"line: serve --channel user), or {table}{hint}."
+    )
+    return ModelError(provider, message, status=status, server_message=said)

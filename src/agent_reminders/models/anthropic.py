@@ -1,12 +1,14 @@
 """The Anthropic backend on the official ``anthropic`` SDK (Messages API, streaming off).
 
 The request body is the library's one wire format
-(:func:`~agent_reminders.integrations.to_anthropic`, with its cache breakpoints); retries and
+(:func:`~agent_reminders.integrations.to_anthropic`, with its cache breakpoints and, on a
+model that takes them, mid-conversation system entries and ``clear_at``); retries and
 timeouts are the SDK's own (``max_retries``, ``timeout``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 try:
@@ -18,14 +20,17 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from .._core.errors import ConfigError, ModelError
 from .._core.records import Message
-from .._core.request import ModelRequest, ModelResponse, Usage
-from ..integrations import to_anthropic
+from .._core.request import ModelInfo, ModelRequest, ModelResponse, Usage
+from ..capabilities import capabilities_for
+from ..integrations import anthropic_betas, to_anthropic
 from ._base import (
     api_key_or_error,
     assistant_message,
+    channel_error,
     check_client_options,
     connection_error,
     count_of,
+    endpoint_of,
     field_of,
     status_error,
 )
@@ -34,6 +39,7 @@ __all__ = ["AnthropicModel"]
 
 PROVIDER = "anthropic"
 _ENV = ("ANTHROPIC_API_KEY",)
+_BETA = "anthropic-beta"
 
 
 class AnthropicModel:
@@ -47,14 +53,25 @@ class AnthropicModel:
     cache_creation_input_tokens``) and ``cached_input_tokens`` is ``cache_read_input_tokens``
     (``None`` when the server reports no such figure).
 
+    ``model_info`` tells ``agent_loop`` which model this is, so a session whose ``channel`` is
+    ``"auto"`` sends its envelopes as ``system`` entries where the capability table says the
+    model takes them. On a model with the ``clear_at`` beta a one-turn envelope carries
+    ``"clear_at": "next_user_message"``; the ``anthropic-beta`` header then names the betas
+    the body uses (:func:`~agent_reminders.integrations.anthropic_betas`), added to any the
+    client or ``extra_headers=`` already send.
+
     Example:
         >>> model = AnthropicModel("claude-sonnet-4-5", max_tokens=1024)
         >>> model.name, model.cache
         ('anthropic:claude-sonnet-4-5', True)
+        >>> AnthropicModel("claude-opus-4-8", base_url="http://127.0.0.1:9000").model_info
+        ModelInfo(provider='anthropic', name='claude-opus-4-8', base_url='http://127.0.0.1:9000')
 
     Raises:
         ModelError: (``RMD-108``, when called) an HTTP error or no response after the SDK's
-            retries, naming the provider, the status and the server's message.
+            retries, naming the provider, the status and the server's message; a refused
+            mid-conversation system entry names the entry and the ``channel`` setting that
+            avoids it.
         ConfigError: (when called) no API key (``api_key=``, ``ANTHROPIC_API_KEY``) and no
             ``base_url``.
     """
@@ -95,6 +112,12 @@ class AnthropicModel:
         self._api_key = api_key
         self._client = client
         self._owns_client = client is None
+        self.model_info = ModelInfo(
+            provider=PROVIDER,
+            name=model,
+            base_url=endpoint_of(base_url, client, "ANTHROPIC_BASE_URL", "api.anthropic.com"),
+        )
+        """The model, as ``agent_loop`` reports it to the session (``channel="auto"``)."""
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
@@ -127,7 +150,8 @@ class AnthropicModel:
         return f"Anthropic model {self.model!r}"
 
     async def __call__(self, request: ModelRequest) -> ModelResponse:
-        payload = to_anthropic(request, cache=self.cache)
+        clear_at = capabilities_for(self.model_info).clear_at
+        payload = to_anthropic(request, cache=self.cache, clear_at=clear_at)
         options: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
@@ -138,20 +162,59 @@ class AnthropicModel:
         if payload["tools"]:
             options["tools"] = payload["tools"]
         client = self.client
+        extra = self._headers(client, anthropic_betas(payload))
         try:
-            message = await client.messages.create(**options, **self.request_options)
+            message = await client.messages.create(**options, **extra)
         except anthropic.APIError as exc:
-            raise self._error(exc, client) from None
+            raise self._error(exc, client, payload["messages"]) from None
         return ModelResponse(
             message=self._message(field_of(message, "content") or []),
             usage=self._usage(field_of(message, "usage")),
         )
 
-    def _error(self, exc: anthropic.APIError, client: anthropic.AsyncAnthropic) -> ModelError:
+    def _headers(self, client: anthropic.AsyncAnthropic, betas: list[str]) -> dict[str, Any]:
+        """``request_options`` with the ``anthropic-beta`` header the body needs: the values
+        the client and ``extra_headers=`` send, then the missing ones (a header given per
+        request replaces the client's, so both are kept here)."""
+        options = dict(self.request_options)
+        if not betas:
+            return options
+        given: dict[str, Any] = dict(options.get("extra_headers") or {})
+        values: list[str] = []
+        sources: list[Mapping[str, Any]] = [client.default_headers, given]
+        for headers in sources:
+            for name, value in headers.items():
+                if name.lower() == _BETA and isinstance(value, str):
+                    values.extend(v.strip() for v in value.split(",") if v.strip())
+        values.extend(beta for beta in betas if beta not in values)
+        headers = {k: v for k, v in given.items() if k.lower() != _BETA}
+        headers[_BETA] = ",".join(dict.fromkeys(values))
+        options["extra_headers"] = headers
+        return options
+
+    def _error(
+        self,
+        exc: anthropic.APIError,
+        client: anthropic.AsyncAnthropic,
+        messages: list[dict[str, Any]],
+    ) -> ModelError:
         url = str(client.base_url)
         if isinstance(exc, anthropic.APIStatusError):
             text = exc.response.text if exc.response is not None else None
-            return status_error(PROVIDER, self._label(), exc.status_code, exc.body, text, url)
+            status, label = exc.status_code, self._label()
+            refused = channel_error(
+                PROVIDER,
+                label,
+                self.model_info,
+                status,
+                exc.body,
+                text,
+                url,
+                # the system prompt is a field of its own: every system entry is mid-list
+                entries=[i for i, m in enumerate(messages) if m["role"] == "system"],
+                where="messages",
+            )
+            return refused or status_error(PROVIDER, label, status, exc.body, text, url)
         if isinstance(exc, anthropic.APIConnectionError):
             timed_out = isinstance(exc, anthropic.APITimeoutError)
             return connection_error(

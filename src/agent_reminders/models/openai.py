@@ -4,10 +4,13 @@ Both work with OpenAI and with OpenAI-compatible servers (vLLM, llama.cpp ``llam
 Ollama, LM Studio) through ``base_url``. The request body is the library's one wire format
 (:func:`~agent_reminders.integrations.to_openai_chat`, :func:`~agent_reminders.integrations.
 to_openai_responses`); retries and timeouts are the SDK's own (``max_retries``, ``timeout``).
+An envelope on the system channel travels as a ``developer`` message (Chat Completions may
+send ``system`` instead: ``system_role=``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 try:
@@ -19,17 +22,21 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from .._core.errors import ConfigError, ModelError
 from .._core.records import Message
-from .._core.request import ModelRequest, ModelResponse, Usage
+from .._core.request import ModelInfo, ModelRequest, ModelResponse, Usage
 from ..integrations import to_openai_chat, to_openai_responses
+from ..integrations.openai import SystemRole
 from ._base import (
     CacheKey,
     api_key_or_error,
     assistant_message,
     cache_key_for,
     cached_usage,
+    channel_error,
     check_client_options,
     connection_error,
+    endpoint_of,
     field_of,
+    server_message_of,
     status_error,
 )
 
@@ -44,6 +51,7 @@ class _OpenAIBackend:
 
     api_label = "OpenAI"
     prefix = "openai"
+    list_key = "messages"  # the request field that holds the conversation
 
     def __init__(
         self,
@@ -88,6 +96,15 @@ class _OpenAIBackend:
         self._api_key = api_key
         self._client = client
         self._owns_client = client is None
+        self.model_info = ModelInfo(
+            provider=PROVIDER,
+            name=model,
+            base_url=endpoint_of(base_url, client, "OPENAI_BASE_URL", "api.openai.com"),
+        )
+        """The model, as ``agent_loop`` reports it to the session (``channel="auto"``): on
+        OpenAI's endpoint the system channel (sent as ``developer``); another ``base_url``
+        is an OpenAI-compatible server, on the user channel unless the capability table says
+        otherwise."""
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -119,11 +136,31 @@ class _OpenAIBackend:
     def _label(self) -> str:
         return f"{self.api_label} model {self.model!r}"
 
-    def _error(self, exc: openai.APIError, client: openai.AsyncOpenAI) -> ModelError:
+    def _refusal_hint(self, said: str) -> str:
+        """A backend's own way out of a refused system entry, added to the error."""
+        return ""
+
+    def _error(
+        self, exc: openai.APIError, client: openai.AsyncOpenAI, entries: Sequence[int]
+    ) -> ModelError:
+        """``entries``: where the request's mid-conversation system entries stand."""
         url = str(client.base_url)
         if isinstance(exc, openai.APIStatusError):
             text = exc.response.text if exc.response is not None else None
-            return status_error(PROVIDER, self._label(), exc.status_code, exc.body, text, url)
+            status, label = exc.status_code, self._label()
+            refused = channel_error(
+                PROVIDER,
+                label,
+                self.model_info,
+                status,
+                exc.body,
+                text,
+                url,
+                entries=entries,
+                where=self.list_key,
+                hint=self._refusal_hint(server_message_of(exc.body, text) or ""),
+            )
+            return refused or status_error(PROVIDER, label, status, exc.body, text, url)
         if isinstance(exc, openai.APIConnectionError):
             timed_out = isinstance(exc, openai.APITimeoutError)
             return connection_error(
@@ -157,22 +194,69 @@ class OpenAIChatModel(_OpenAIBackend):
     ``usage`` maps to :class:`~agent_reminders.Usage` with ``cached_input_tokens`` from
     ``usage.prompt_tokens_details.cached_tokens`` (``None`` when the server reports none).
 
+    ``model_info`` tells ``agent_loop`` which model and endpoint this is: on OpenAI's own
+    endpoint a session whose ``channel`` is ``"auto"`` sends its envelopes as ``developer``
+    messages in place; at any other ``base_url`` as user messages, unless the capability
+    table says the server's model takes a late system message
+    (``register_model_capabilities("openai-compatible:NAME", system_messages=True)``).
+    ``system_role="system"`` sends those entries as ``system`` messages, for a server that
+    wants that role rather than ``developer``.
+
     Example:
         >>> model = OpenAIChatModel("llama3.1", base_url="http://127.0.0.1:11434/v1")
-        >>> model.name
-        'openai:llama3.1'
+        >>> model.name, model.model_info.key, model.system_role
+        ('openai:llama3.1', 'openai-compatible:llama3.1', 'developer')
 
     Raises:
         ModelError: (``RMD-108``, when called) an HTTP error or no response after the SDK's
-            retries, naming the provider, the status and the server's message; or tool-call
-            arguments that are not a JSON object.
-        ConfigError: (when called) no API key and no ``base_url``.
+            retries, naming the provider, the status and the server's message (a refused
+            mid-conversation system entry names the entry and the ``channel`` setting that
+            avoids it); or tool-call arguments that are not a JSON object.
+        ConfigError: ``system_role`` is neither ``"developer"`` nor ``"system"``; (when
+            called) no API key and no ``base_url``.
     """
 
     api_label = "OpenAI chat"
 
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prompt_cache_key: CacheKey = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        system_role: SystemRole = "developer",
+        **request_options: Any,
+    ) -> None:
+        if system_role != "developer" and system_role != "system":
+            raise ConfigError(
+                f"OpenAIChatModel: system_role must be 'developer' or 'system'; got {system_role!r}"
+            )
+        super().__init__(
+            model,
+            client=client,
+            base_url=base_url,
+            api_key=api_key,
+            prompt_cache_key=prompt_cache_key,
+            max_retries=max_retries,
+            timeout=timeout,
+            **request_options,
+        )
+        self.system_role: SystemRole = system_role
+
+    def _refusal_hint(self, said: str) -> str:
+        if self.system_role == "developer" and "developer" in said.lower():
+            return (
+                ', or OpenAIChatModel(..., system_role="system") for a server that takes a '
+                "late system message but not the developer role"
+            )
+        return ""
+
     async def __call__(self, request: ModelRequest) -> ModelResponse:
-        payload = to_openai_chat(request)
+        payload = to_openai_chat(request, system_role=self.system_role)
         options: dict[str, Any] = {"model": self.model, "messages": payload["messages"]}
         if payload["tools"]:
             options["tools"] = payload["tools"]
@@ -185,7 +269,10 @@ class OpenAIChatModel(_OpenAIBackend):
                 **self.request_options,
             )
         except openai.APIError as exc:
-            raise self._error(exc, client) from None
+            # the system prompt, when there is one, comes first; then one entry per message
+            first = 1 if request.system else 0
+            entries = [first + i for i, m in enumerate(request.messages) if m["role"] == "system"]
+            raise self._error(exc, client, entries) from None
         choices = field_of(completion, "choices") or []
         if not choices:
             raise ModelError(PROVIDER, f"{self._label()}: the server returned no choices")
@@ -227,6 +314,7 @@ class OpenAIResponsesModel(_OpenAIBackend):
 
     api_label = "OpenAI Responses"
     prefix = "openai-responses"
+    list_key = "input"
 
     async def __call__(self, request: ModelRequest) -> ModelResponse:
         payload = to_openai_responses(request)
@@ -247,7 +335,10 @@ class OpenAIResponsesModel(_OpenAIBackend):
                 **options, extra_body=self._cache_body(request) or None, **self.request_options
             )
         except openai.APIError as exc:
-            raise self._error(exc, client) from None
+            # the system prompt is ``instructions``: every developer item is mid-conversation
+            items = payload["input"]
+            entries = [i for i, item in enumerate(items) if item.get("role") == "developer"]
+            raise self._error(exc, client, entries) from None
         return ModelResponse(
             message=self._message(field_of(response, "output") or []),
             usage=self._usage(field_of(response, "usage")),

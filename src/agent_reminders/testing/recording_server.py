@@ -12,9 +12,16 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .._core.request import ModelResponse
+from ._refusals import anthropic_refusal, openai_role_refusal
 from .scripted import response_from
 
-__all__ = ["RecordedRequest", "RecordingModelServer", "ServerReply", "strip_cache_control"]
+__all__ = [
+    "RecordedRequest",
+    "RecordingModelServer",
+    "ServerReply",
+    "anthropic_refusal",
+    "strip_cache_control",
+]
 
 Api = Literal["chat", "responses", "messages"]
 
@@ -214,6 +221,21 @@ class RecordingModelServer:
     handler that raises gets an HTTP error (400, 404, 400, 500, 500) whose message says why;
     handler exceptions are also kept in ``errors``.
 
+    What the real APIs refuse, the server refuses too, before any reply is played (the script
+    does not move on): on ``/messages`` every rule for a ``system`` entry inside ``messages``
+    — a model the capability table says takes one, not first, after a ``user`` entry (or an
+    ``assistant`` one ending in a ``server_tool_use`` block), last or before an ``assistant``
+    entry, never next to another ``system`` entry, text only — and the betas on top of it
+    (``clear_at`` only on such an entry, with the ``anthropic-beta`` header
+    ``mid-conversation-system-clear-at-2026-08-21`` and a model that takes it;
+    ``tool_addition`` / ``tool_removal`` blocks likewise with
+    ``mid-conversation-tool-changes-2026-07-01``), answered as the API answers: HTTP 400,
+    ``{"type": "error", "error": {"type": "invalid_request_error", "message":
+    "messages.3: …"}}`` naming the entry. So a misplaced entry fails a test the way it fails
+    in production. Chat Completions and Responses refuse an unknown role (``param``
+    ``messages[3].role``) and take ``developer`` and ``system`` at any position, as OpenAI
+    does.
+
     Example:
         >>> import anyio, openai
         >>> async def ask(base_url):
@@ -383,6 +405,17 @@ class RecordingModelServer:
         if stream and api != "messages":
             message = "RecordingModelServer does not stream Chat Completions or Responses"
             return 400, _error_body(api, 400, message), {}
+        if api == "messages":
+            refusal = anthropic_refusal(body, record.headers)
+            if refusal is not None:
+                return 400, _error_body(api, 400, refusal), {}
+        else:
+            refused = openai_role_refusal(api, body)
+            if refused is not None:
+                error = _error_body(api, 400, refused[0])
+                error["error"]["param"] = refused[1]
+                error["error"]["code"] = "invalid_value"
+                return 400, error, {}
         try:
             reply = self._reply(record)
         except Exception as exc:
