@@ -52,7 +52,6 @@ REFUSED = [
     ("before-user", OPUS, [U, S, U], None, f"messages.1: {PLACEMENT}", "followed by an assistant"),
     ("two-in-a-row", OPUS, [U, S, S], None, f"messages.1: {PLACEMENT}", "next to another"),
     ("image", OPUS, [U, system(IMAGE)], None, "messages.1.content.0", "text blocks only"),
-    ("no-blocks", OPUS, [U, system()], None, "messages.1.content", "non-empty"),
     ("empty-text", OPUS, [U, {**S, "content": ""}], None, "messages.1.content", "empty"),
     ("model-without", SONNET_4, [U, S], None, "messages.1: system messages", SONNET_4),
     ("clear-at-no-header", OPUS, [U, CLEAR], None, "messages.1.clear_at", CLEAR_AT_BETA),
@@ -80,6 +79,8 @@ REFUSED = [
 ]
 
 ACCEPTED = [
+    # as the Claude Code CLI sends them (no text: an empty block list)
+    ("no-blocks", OPUS, [U, system()], None),
     ("last", OPUS, [U, S], None),
     ("before-assistant", OPUS, [U, S, A, U], None),
     ("after-server-tool-use", OPUS, [U, {"role": "assistant", "content": [SEARCH]}, S], None),
