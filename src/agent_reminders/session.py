@@ -224,12 +224,20 @@ class Session:
         self.use_model(value)
 
     def use_model(
-        self, model: ModelInfo | None, *, capabilities: ModelCapabilities | None = None
+        self,
+        model: ModelInfo | None,
+        *,
+        capabilities: ModelCapabilities | None = None,
+        own_history: bool = True,
     ) -> None:
         """Say which model the next requests go to: :attr:`model`, and :attr:`capabilities`
         from the capability table — or ``capabilities`` as given, for a caller that knows
         better what reaches the model (a framework that would move a late system message
-        into the leading system prompt must say ``system_messages=False``)."""
+        into the leading system prompt must say ``system_messages=False``).
+        ``own_history=False``: the conversation the model sees is not this session's
+        transcript (a framework keeps it; the transcript holds only the envelopes), so the
+        session records no ``channel_downgraded`` of its own — the caller judges placement
+        on the real history."""
         if model is not None and not isinstance(model, ModelInfo):
             raise TypeError(f"model must be a ModelInfo or None, not {type(model).__name__}")
         if capabilities is not None and not isinstance(capabilities, ModelCapabilities):
@@ -237,6 +245,7 @@ class Session:
                 f"capabilities must be ModelCapabilities or None, not {type(capabilities).__name__}"
             )
         self._model = model
+        self._own_history = own_history
         self.capabilities: ModelCapabilities = (
             capabilities if capabilities is not None else capabilities_for(model)
         )
@@ -380,7 +389,7 @@ class Session:
             extra_blocks=blocks,
         )
         self._transcript = committed.transcript
-        if self._model is not None and self._model.provider == "anthropic":
+        if self._model is not None and self._model.provider == "anthropic" and self._own_history:
             self._note_downgrades()
         if self._clock is not None:
             self._clock.delivered(generated[rid] for rid in committed.fired if rid in generated)

@@ -1,13 +1,13 @@
-"""The driver every framework integration is built on (spec 05 §3), driven as a framework
+"""The driver every framework integration is built on, driven as a framework
 would: before and after each model call, after each tool, at a compaction and at the end."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_reminders import ConfigError, Session, ToolResult
+from agent_reminders import ConfigError, ModelInfo, Session, ToolResult
 from agent_reminders.hooks import Hooks
-from agent_reminders.integrations.driver import Driver, extra_missing
+from agent_reminders.integrations.driver import NOT_SUPPORTED, Driver, extra_missing
 from agent_reminders.loop.run import ToolCall
 
 
@@ -149,3 +149,78 @@ async def test_the_async_steps_do_what_the_sync_ones_do() -> None:
     assert len(envelope) == 1
     assert "token" in str(envelope[0]["content"]).lower()
     driver.end_run(s)
+
+
+# -- the channel ---------------------------------------------------------------------------------
+
+OPUS = ModelInfo(provider="anthropic", name="claude-opus-4-8")
+GPT = ModelInfo(provider="openai", name="gpt-5")
+LOCAL = ModelInfo(provider="openai", name="gpt-5", base_url="http://127.0.0.1:8080/v1")
+
+
+def _downgrades(session: Session) -> list[dict[str, object]]:
+    return [
+        dict(r.payload)
+        for r in session.event_log.records
+        if r.kind == "transcript.channel_downgraded"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "in_place", "role"),
+    [
+        (OPUS, True, "system"),  # the table and the framework both take it
+        (OPUS, False, "user"),  # the framework would move it into its system prompt
+        (GPT, True, "system"),
+        (LOCAL, True, "user"),  # an OpenAI-compatible server: not unless registered
+        (ModelInfo(provider="gemini", name="gemini-3-pro"), True, "user"),
+        (None, True, "user"),  # no model known
+    ],
+)
+def test_use_model_commits_on_the_system_channel_only_where_both_take_it(
+    model: ModelInfo | None, in_place: bool, role: str
+) -> None:
+    driver = Driver(None, {})
+    s = driver.session
+    driver.use_model(s, model, in_place=in_place)
+    assert s.model == model
+    assert (s.capabilities.clear_at, s.capabilities.tool_changes) == (False, False)
+    s.inject({"body": "Keep the tests green.", "ttl_turns": 3})
+    [envelope] = driver.before_model(s, task="fix it")
+    assert envelope["role"] == role
+
+
+def test_the_setting_still_wins_and_the_persons_words_stay_user() -> None:
+    forced = Driver(None, {"channel": "system"})
+    forced.use_model(forced.session, None, in_place=False)
+    forced.session.inject({"body": "Keep the tests green."})
+    assert [m["role"] for m in forced.before_model(forced.session)] == ["system"]
+    plain = Driver(None, {"channel": "user"})
+    plain.use_model(plain.session, OPUS, in_place=True)
+    plain.session.inject({"body": "Keep the tests green."})
+    assert [m["role"] for m in plain.before_model(plain.session)] == ["user"]
+    person = Driver(None, {})
+    person.use_model(person.session, OPUS, in_place=True)
+    person.session.inject({"body": "Please also fix the docs.", "role_hint": "user_block"})
+    assert [m["role"] for m in person.before_model(person.session)] == ["user"]
+
+
+def test_downgraded_records_the_event_with_the_requests_turn() -> None:
+    driver = Driver(None, {})
+    s = driver.session
+    s.inject({"body": "Keep the tests green."})
+    driver.before_model(s)  # request 0
+    driver.downgraded(s, message_index=4, reason=NOT_SUPPORTED)
+    assert _downgrades(s) == [{"message_index": 4, "reason": "not_supported", "turn_number": 0}]
+
+
+def test_an_integration_session_reports_no_downgrade_of_its_own_envelopes() -> None:
+    driver = Driver(None, {})
+    s = driver.session
+    driver.use_model(s, OPUS, in_place=True)
+    for n in range(3):
+        s.inject({"body": f"Reminder {n}."})
+        [envelope] = driver.before_model(s)
+        assert envelope["role"] == "system"
+        driver.after_model(s, None)
+    assert _downgrades(s) == []

@@ -1,9 +1,10 @@
-"""LangChain v1 (spec 05 §3): ``ReminderMiddleware`` in a ``create_agent`` agent.
+"""LangChain v1: ``ReminderMiddleware`` in a ``create_agent`` agent.
 
 Driven by LangChain's own ``GenericFakeChatModel`` (taught to take tools) over six model calls
 with tool calls — sync and async, with an ``InMemorySaver`` checkpointer and a second run on
-the same thread — by the real ``SummarizationMiddleware``, and by ``ChatOpenAI`` /
-``ChatAnthropic`` against the recording model server.
+the same thread, on the user and on the system channel — by the real
+``SummarizationMiddleware``, and by ``ChatOpenAI`` / ``ChatAnthropic`` against the recording
+model server (tests/integrations/test_langchain_channels.py has the rest of the channel).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from agent_reminders import Hooks, Session, ToolResult, neutralize_untrusted
+from agent_reminders.capabilities import register_model_capabilities
 from agent_reminders.generators import GeneratorRegistry
 from agent_reminders.integrations.langchain import ENVELOPE_SOURCE, ReminderMiddleware
 from agent_reminders.testing import RecordingModelServer, strip_cache_control
@@ -120,12 +122,20 @@ def _script() -> list[AIMessage]:
     ]
 
 
-class Scenario:
-    """One agent with the middleware on thread ``t1`` and the payloads its events carried."""
+# A fake model whose profile says a SystemMessage after the first turn reaches it in place.
+IN_PLACE = {"mid_conversation_system_messages": True}
 
-    def __init__(self, **options: Any) -> None:
+
+class Scenario:
+    """One agent with the middleware on thread ``t1`` and the payloads its events carried;
+    on the system channel the fake model's profile takes a ``SystemMessage`` in place."""
+
+    def __init__(self, channel: str = "user", **options: Any) -> None:
         registry = GeneratorRegistry()
         registry.register(PlanCheck())
+        self.channel = channel
+        if channel == "system":
+            options["channel"] = "system"
         self.middleware = ReminderMiddleware(context_window=WINDOW, generators=registry, **options)
         self.session = self.middleware.session_for("t1")
         self.tool_events: list[dict[str, Any]] = []
@@ -140,7 +150,8 @@ class Scenario:
             subscribes_to="on_budget_threshold",
             evaluate=lambda ctx: self.budget_events.append(dict(ctx.payload)),
         )
-        self.model = ToolCallingFakeModel(messages=iter(_script()))
+        profile = IN_PLACE if channel == "system" else None
+        self.model = ToolCallingFakeModel(messages=iter(_script()), profile=profile)
         self.agent = create_agent(
             self.model,
             tools=self.tools(),
@@ -182,9 +193,17 @@ def _text(message: BaseMessage) -> str:
 
 def _ours(message: BaseMessage) -> bool:
     return (
-        isinstance(message, HumanMessage)
+        isinstance(message, HumanMessage | SystemMessage)
         and message.additional_kwargs.get("lc_source") == ENVELOPE_SOURCE
     )
+
+
+def _downgrades(session: Session) -> list[dict[str, Any]]:
+    return [
+        dict(r.payload)
+        for r in session.event_log.records
+        if r.kind == "transcript.channel_downgraded"
+    ]
 
 
 def assert_each_input_extends_the_previous(inputs: Sequence[Sequence[BaseMessage]]) -> None:
@@ -196,8 +215,8 @@ def assert_each_input_extends_the_previous(inputs: Sequence[Sequence[BaseMessage
 def assert_once_in_every_later_input(
     inputs: Sequence[Sequence[BaseMessage]], marker: str, first: int
 ) -> None:
-    """``marker`` first reaches the model at call ``first``, in a user message of its own
-    (one the middleware added), and then sits in every later input exactly once, there."""
+    """``marker`` first reaches the model at call ``first``, in a message of its own (one the
+    middleware added), and then sits in every later input exactly once, there."""
     assert not any(marker in _text(m) for messages in inputs[:first] for m in messages), marker
     position: int | None = None
     for messages in inputs[first:]:
@@ -209,7 +228,7 @@ def assert_once_in_every_later_input(
 
 
 def check_run(s: Scenario) -> None:
-    """Everything 05 §3 asks of run 1 (six model calls) and run 2 (two more)."""
+    """Everything the middleware owes run 1 (six model calls) and run 2 (two more)."""
     inputs = s.model.inputs
     assert len(inputs) == 8
     # the framework's system prompt and tools, never touched
@@ -223,10 +242,14 @@ def check_run(s: Scenario) -> None:
     # the audit_only item never reached the model; it is in the audit entries
     assert not any(AUDIT in _text(m) for messages in inputs for m in messages)
     assert [e["text"] for e in s.session.transcript.audit] == [AUDIT]
-    # every added message is a user message of its own, marked as ours
+    # every added message is a message of its own, marked as ours, on the session's channel
     added = [m for m in inputs[-1] if _ours(m)]
     assert len(added) == 4  # grounded review; finish; interrupt + pressure; generator
     assert all(_text(m).startswith("<context-directives") for m in added)
+    kind = SystemMessage if s.channel == "system" else HumanMessage
+    assert all(type(m) is kind for m in added)
+    assert all(m.additional_kwargs == {"lc_source": ENVELOPE_SOURCE} for m in added)
+    assert _downgrades(s.session) == []  # each stood where a system message may stand
     # neutralized tool output: what the model read, and what post_tool_use saw
     tool_messages = [m for m in inputs[-1] if isinstance(m, LCToolMessage)]
     assert tool_messages[4].content == neutralize_untrusted(UNTRUSTED)
@@ -269,17 +292,19 @@ def check_run(s: Scenario) -> None:
     assert inputs[6][end + 1].content == "Now update the docs."
 
 
-def test_six_tool_calls_and_a_second_run_on_the_same_thread() -> None:
-    s = Scenario()
+@pytest.mark.parametrize("channel", ["user", "system"])
+def test_six_tool_calls_and_a_second_run_on_the_same_thread(channel: str) -> None:
+    s = Scenario(channel)
     result = s.agent.invoke({"messages": [HumanMessage(TASK)]}, THREAD)
     assert result["messages"][-1].content == "Fixed: the parser handles empty input."
     s.agent.invoke({"messages": [HumanMessage("Now update the docs.")]}, THREAD)
     check_run(s)
 
 
+@pytest.mark.parametrize("channel", ["user", "system"])
 @pytest.mark.anyio
-async def test_the_async_path_does_the_same() -> None:
-    s = Scenario()
+async def test_the_async_path_does_the_same(channel: str) -> None:
+    s = Scenario(channel)
     await s.agent.ainvoke({"messages": [HumanMessage(TASK)]}, THREAD)
     await s.agent.ainvoke({"messages": [HumanMessage("Now update the docs.")]}, THREAD)
     check_run(s)
@@ -386,9 +411,10 @@ async def test_parallel_tool_calls_each_fire_post_tool_use(mode: str) -> None:
     assert sorted(events) == expected  # one post_tool_use each
 
 
-def test_a_summarization_fires_post_compact_and_restates_what_survives() -> None:
+@pytest.mark.parametrize("channel", ["user", "system"])
+def test_a_summarization_fires_post_compact_and_restates_what_survives(channel: str) -> None:
     compactions: list[dict[str, Any]] = []
-    middleware = ReminderMiddleware(context_window=WINDOW)
+    middleware = ReminderMiddleware(context_window=WINDOW, channel=channel)
     session = middleware.session
     session.providers.register(
         "probe", subscribes_to="post_compact", evaluate=lambda ctx: compactions.append(ctx.payload)
@@ -402,7 +428,8 @@ def test_a_summarization_fires_post_compact_and_restates_what_survives() -> None
         return "ok"
 
     model = ToolCallingFakeModel(
-        messages=iter([*(_call(n, "bash", command=f"ls {n}") for n in range(6)), "done"])
+        messages=iter([*(_call(n, "bash", command=f"ls {n}") for n in range(6)), "done"]),
+        profile=IN_PLACE if channel == "system" else None,
     )
     summarizer = GenericFakeChatModel(messages=iter(["We listed six folders."]))
     summarization = SummarizationMiddleware(
@@ -438,6 +465,8 @@ def test_a_summarization_fires_post_compact_and_restates_what_survives() -> None
     ]
     recap = after[-1]
     assert _ours(recap)
+    assert type(recap) is (SystemMessage if channel == "system" else HumanMessage)
+    assert _downgrades(session) == []
     assert "Never push to main." in _text(recap)
     assert "Only until the compaction." not in _text(recap)
     assert "We listed six folders." in _text(recap)
@@ -560,33 +589,44 @@ def _server_script() -> list[dict[str, Any]]:
 
 
 Client = Callable[[RecordingModelServer], Any]
-CLIENTS: dict[str, tuple[Client, str, str]] = {
-    "openai-chat": (
-        lambda s: ChatOpenAI(model="gpt-test", base_url=s.base_url, api_key="k", max_retries=0),
-        "chat",
-        "messages",
-    ),
+
+# An OpenAI-compatible model name whose row in this process's capability table says its
+# server takes a late system message (no real model has it).
+LOCAL = "gpt-langchain-channels"
+register_model_capabilities(f"openai-compatible:{LOCAL}", system_messages=True)
+
+
+def _chat_openai(name: str, **options: Any) -> Client:
+    return lambda s: ChatOpenAI(
+        model=name, base_url=s.base_url, api_key="k", max_retries=0, **options
+    )
+
+
+def _claude(name: str) -> Client:
+    return lambda s: ChatAnthropic(model=name, base_url=s.url, api_key="k", max_retries=0)
+
+
+# client -> (model factory, the API the server sees, its message list, the envelopes' role);
+# channel "auto" throughout: the model and the capability table decide
+CLIENTS: dict[str, tuple[Client, str, str, str]] = {
+    "openai-chat": (_chat_openai("gpt-test"), "chat", "messages", "user"),
     "openai-responses": (
-        lambda s: ChatOpenAI(
-            model="gpt-test",
-            base_url=s.base_url,
-            api_key="k",
-            max_retries=0,
-            use_responses_api=True,
-        ),
+        _chat_openai("gpt-test", use_responses_api=True),
         "responses",
         "input",
+        "user",
     ),
-    "anthropic": (
-        lambda s: ChatAnthropic(model="claude-test", base_url=s.url, api_key="k", max_retries=0),
-        "messages",
-        "messages",
+    "anthropic": (_claude("claude-test"), "messages", "messages", "user"),
+    "anthropic-caching": (_claude("claude-test"), "messages", "messages", "user"),
+    "openai-chat-system": (_chat_openai(LOCAL), "chat", "messages", "system"),
+    "openai-responses-system": (
+        _chat_openai(LOCAL, use_responses_api=True),
+        "responses",
+        "input",
+        "system",
     ),
-    "anthropic-caching": (
-        lambda s: ChatAnthropic(model="claude-test", base_url=s.url, api_key="k", max_retries=0),
-        "messages",
-        "messages",
-    ),
+    "anthropic-system": (_claude("claude-opus-4-8"), "messages", "messages", "system"),
+    "anthropic-system-caching": (_claude("claude-opus-4-8"), "messages", "messages", "system"),
 }
 
 
@@ -594,14 +634,23 @@ def _joined(values: Iterable[Any]) -> list[str]:
     return [json.dumps(v, ensure_ascii=False) for v in values]
 
 
+def _roles_holding(entries: Iterable[Any], marker: str) -> list[str]:
+    """The role of each wire entry whose text holds ``marker``."""
+    return [
+        str(e.get("role"))
+        for e in entries
+        if isinstance(e, dict) and marker in json.dumps(e.get("content"), ensure_ascii=False)
+    ]
+
+
 @pytest.mark.parametrize("client", sorted(CLIENTS))
 def test_real_clients_send_append_only_bodies(client: str) -> None:
     wire = _wire_checks()
-    factory, api, key = CLIENTS[client]
+    factory, api, key, role = CLIENTS[client]
     with RecordingModelServer(_server_script()) as server:
         s = Scenario()
         middleware: list[Any] = [s.middleware]
-        if client == "anthropic-caching":
+        if client.endswith("-caching"):
             middleware.insert(
                 0, AnthropicPromptCachingMiddleware(unsupported_model_behavior="raise")
             )
@@ -634,12 +683,23 @@ def test_real_clients_send_append_only_bodies(client: str) -> None:
         assert [x.count(marker) for x in items] == [int(n >= first) for n in range(8)], marker
     assert not any(AUDIT in x for x in items)
     assert ENVELOPE_SOURCE not in "".join(items)  # the state's marker stays in LangChain
+    assert "__openai_role__" not in "".join(items)
+    # the envelopes travel in the role the model and its class take in place: system entries
+    # of their own, or user text (ChatAnthropic merges it into the user turn before it)
+    roles = _roles_holding(bodies[-1][key], "<context-directives")
+    assert roles
+    assert set(roles) == {role}
+    if role == "system":
+        assert len(roles) >= 4  # grounded review; finish; interrupt + pressure; generator
+    expected = "system" if role == "system" else "user"
+    assert s.session.capabilities.system_messages is (role == "system")
+    assert s.session.envelope_channel() == expected
     neutral = json.dumps(neutralize_untrusted(UNTRUSTED), ensure_ascii=False)[1:-1]
     assert neutral in items[5]
     assert "</directive> <system" not in items[5]
     # usage came back per call: the 900-token call set off the pressure warning
     assert s.budget_events[2]["usage"]["input_tokens"] == 900
-    if client == "anthropic-caching":
+    if client.endswith("-caching"):
         for body in bodies:
             assert body["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
             assert "cache_control" in body["system"][-1]

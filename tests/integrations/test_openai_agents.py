@@ -1,8 +1,9 @@
-"""The OpenAI Agents SDK integration (spec 05 §3): ``ReminderInputFilter`` in
+"""The OpenAI Agents SDK integration: ``ReminderInputFilter`` in
 ``RunConfig(call_model_input_filter=...)`` and ``ReminderRunHooks``, driven by the SDK's own
 ``Runner`` over a ``Model`` of our own (the SDK's test-double style), the SDK's
 ``agents.testing.ScriptedModel`` for the streamed path, and the SDK's OpenAI models with a
-real ``AsyncOpenAI`` client against the recording server."""
+real ``AsyncOpenAI`` client against the recording server — on the user channel and, where
+the model is OpenAI's, on the system channel (``developer`` items)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agents import (
     Agent,
@@ -34,7 +37,7 @@ from agents.models.interface import Model
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai import AsyncOpenAI
 
-from agent_reminders import ConfigError, Hooks, Session
+from agent_reminders import ConfigError, Hooks, ModelInfo, Session
 from agent_reminders.generators import GeneratorRegistry
 from agent_reminders.integrations.openai_agents import ReminderInputFilter, ReminderRunHooks
 from agent_reminders.testing import RecordingModelServer
@@ -163,15 +166,21 @@ class Scenario:
     config: RunConfig
     hooks: ReminderRunHooks
     events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    role: str = "user"  # the role of the envelope items
 
 
-def scenario(steps: list[Step], **options: Any) -> Scenario:
+def scenario(steps: list[Step], channel: str = "user", **options: Any) -> Scenario:
+    """Six calls of the step model; on the system channel the agent names an OpenAI model
+    (the run config supplies the step model in its place) and the filter is told it goes to
+    OpenAI's endpoint: ``"auto"`` resolves to the system channel, sent as ``developer``."""
     events: dict[str, list[dict[str, Any]]] = {"post_tool_use": [], "on_budget_threshold": []}
     hooks = Hooks()
     for name, seen in events.items():
         hooks.session(name, lambda event, payload, seen=seen: seen.append(dict(payload)))
     registry = GeneratorRegistry()
     registry.register(PlanOnce())
+    if channel == "system":
+        options["model"] = OPENAI
     reminders = ReminderInputFilter(
         context_window=WINDOW, hooks=hooks, generators=registry, **options
     )
@@ -193,18 +202,26 @@ def scenario(steps: list[Step], **options: Any) -> Scenario:
         return FORGED
 
     model = StepModel(steps)
-    agent = Agent(name="coder", instructions=SYSTEM, tools=[bash, push, read_file], model=model)
-    config = RunConfig(call_model_input_filter=reminders, tracing_disabled=True)
-    return Scenario(reminders, agent, model, config, ReminderRunHooks(reminders), events)
+    tools = [bash, push, read_file]
+    if channel == "system":
+        agent = Agent(name="coder", instructions=SYSTEM, tools=tools, model=OPENAI.name)
+        config = RunConfig(call_model_input_filter=reminders, tracing_disabled=True, model=model)
+    else:
+        agent = Agent(name="coder", instructions=SYSTEM, tools=tools, model=model)
+        config = RunConfig(call_model_input_filter=reminders, tracing_disabled=True)
+    role = "developer" if channel == "system" else "user"
+    return Scenario(reminders, agent, model, config, ReminderRunHooks(reminders), events, role)
 
 
 # -- checks ---------------------------------------------------------------------------------
 
 
-def user_texts(items: list[Any]) -> list[str]:
-    return [
-        i["content"] for i in items if i.get("role") == "user" and isinstance(i["content"], str)
-    ]
+OPENAI = ModelInfo(provider="openai", name="gpt-5")  # on OpenAI's own endpoint
+
+
+def user_texts(items: list[Any], role: str = "user") -> list[str]:
+    """The text of each message item in ``role`` (the envelopes' role on their channel)."""
+    return [i["content"] for i in items if i.get("role") == role and isinstance(i["content"], str)]
 
 
 def assert_append_only(calls: list[Call]) -> None:
@@ -213,18 +230,25 @@ def assert_append_only(calls: list[Call]) -> None:
         assert after[: len(before)] == before, f"call {n + 1} does not begin with call {n}"
 
 
-def assert_reminders_once_from(calls: list[Call], first: dict[str, int]) -> None:
+def assert_reminders_once_from(
+    calls: list[Call], first: dict[str, int], role: str = "user"
+) -> None:
     """Each reminder is absent before its first call, then in every request exactly once, in
-    a user message of its own (an envelope and nothing else)."""
+    a message of its own in ``role`` (an envelope and nothing else)."""
     for name, start in first.items():
         for n, c in enumerate(calls, start=1):
-            holding = [t for t in user_texts(c.input) if MARKS[name] in t]
+            assert not any(MARKS[name] in t for t in user_texts(c.input, other(role)))
+            holding = [t for t in user_texts(c.input, role) if MARKS[name] in t]
             if n < start:
                 assert holding == [], f"{name} already in call {n}"
                 continue
             assert len(holding) == 1, f"{name} in call {n}: {len(holding)} times"
             assert holding[0].startswith("<context-directives")
             assert holding[0].endswith("</context-directives>")
+
+
+def other(role: str) -> str:
+    return "user" if role == "developer" else "developer"
 
 
 def assert_framework_parts_untouched(calls: list[Call]) -> None:
@@ -237,7 +261,7 @@ def check_first_run(s: Scenario, result: RunResult) -> None:
     assert len(calls) == 6
     assert result.final_output == "All green."
     assert_append_only(calls)
-    assert_reminders_once_from(calls, FIRST)
+    assert_reminders_once_from(calls, FIRST, s.role)
     assert_framework_parts_untouched(calls)
     assert calls[0].input == [{"content": TASK, "role": "user"}]
     # every remembered item is at its position in the last request
@@ -245,12 +269,13 @@ def check_first_run(s: Scenario, result: RunResult) -> None:
     assert [p for p, _ in remembered] == [3, 6, 9, 14]
     for position, item in remembered:
         assert calls[-1].input[position] == item
+        assert item["role"] == s.role
     # audit_only never reaches the model; it lands in the transcript's audit entries
     assert not any("Queued in mode audit_only." in json.dumps(c.input) for c in calls)
     audit = s.reminders.session.transcript.audit
     assert len(audit) == 1
     assert "Queued in mode audit_only." in json.dumps(audit)
-    # post_tool_use payloads (02 §3), the output neutralized
+    # post_tool_use payloads, the output neutralized
     bash, *_, listing = [p for p in s.events["post_tool_use"] if p["tool_name"] == "bash"]
     assert bash == {
         "tool_name": "bash",
@@ -288,9 +313,10 @@ def sdk_loop() -> Iterator[None]:
     policy.set_event_loop(None)
 
 
+@pytest.mark.parametrize("channel", ["user", "system"])
 @pytest.mark.usefixtures("sdk_loop")
-def test_six_calls_with_run_sync() -> None:
-    s = scenario(six_steps())
+def test_six_calls_with_run_sync(channel: str) -> None:
+    s = scenario(six_steps(), channel)
     result = Runner.run_sync(s.agent, TASK, run_config=s.config, hooks=s.hooks)
     check_first_run(s, result)
     # the framework's own history never holds the filter's additions
@@ -299,9 +325,10 @@ def test_six_calls_with_run_sync() -> None:
     assert len(history) == len(s.model.calls[-1].input) - 4 + 1  # + the final answer
 
 
+@pytest.mark.parametrize("channel", ["user", "system"])
 @pytest.mark.anyio
-async def test_six_calls_with_runner_run() -> None:
-    s = scenario(six_steps())
+async def test_six_calls_with_runner_run(channel: str) -> None:
+    s = scenario(six_steps(), channel)
     result = await Runner.run(s.agent, TASK, run_config=s.config, hooks=s.hooks)
     check_first_run(s, result)
 
@@ -318,15 +345,18 @@ def check_second_run(s: Scenario, last_of_first: list[Any]) -> None:
     assert len(calls) == 8
     assert calls[6].input[: len(last_of_first)] == last_of_first
     assert_append_only(calls)
-    assert_reminders_once_from(calls, FIRST)
+    assert_reminders_once_from(calls, FIRST, s.role)
     assert_framework_parts_untouched(calls)
     for position, item in s.reminders.remembered():
         assert calls[-1].input[position] == item
 
 
+@pytest.mark.parametrize("channel", ["user", "system"])
 @pytest.mark.anyio
-async def test_a_second_run_from_to_input_list_resends_every_envelope_in_place() -> None:
-    s = scenario(six_steps())
+async def test_a_second_run_from_to_input_list_resends_every_envelope_in_place(
+    channel: str,
+) -> None:
+    s = scenario(six_steps(), channel)
     first = await Runner.run(s.agent, TASK, run_config=s.config, hooks=s.hooks)
     last = s.model.calls[-1].input
     follow_up(s)
@@ -336,11 +366,12 @@ async def test_a_second_run_from_to_input_list_resends_every_envelope_in_place()
     check_second_run(s, last)
 
 
+@pytest.mark.parametrize("channel", ["user", "system"])
 @pytest.mark.anyio
 async def test_a_second_run_from_an_sdk_session_resends_every_envelope_in_place(
-    tmp_path: Path,
+    tmp_path: Path, channel: str
 ) -> None:
-    s = scenario(six_steps())
+    s = scenario(six_steps(), channel)
     store = SQLiteSession("conversation-1", db_path=tmp_path / "sdk.db")
     await Runner.run(s.agent, TASK, run_config=s.config, hooks=s.hooks, session=store)
     last = s.model.calls[-1].input
@@ -356,16 +387,17 @@ async def test_a_second_run_from_an_sdk_session_resends_every_envelope_in_place(
     assert len(await reopened.get_items()) == len(persisted) + 4  # user, call, output, answer
 
 
+@pytest.mark.parametrize("channel", ["user", "system"])
 @pytest.mark.anyio
-async def test_a_history_that_kept_the_envelopes_gets_none_twice() -> None:
-    s = scenario(six_steps())
+async def test_a_history_that_kept_the_envelopes_gets_none_twice(channel: str) -> None:
+    s = scenario(six_steps(), channel)
     await Runner.run(s.agent, TASK, run_config=s.config, hooks=s.hooks)
     last = s.model.calls[-1].input
     follow_up(s)
     kept = [*last, {"role": "user", "content": "Now update the docs."}]
     await Runner.run(s.agent, kept, run_config=s.config, hooks=s.hooks)
     assert s.model.calls[6].input == kept
-    assert_reminders_once_from(s.model.calls, FIRST)
+    assert_reminders_once_from(s.model.calls, FIRST, s.role)
 
 
 @pytest.mark.anyio
@@ -521,6 +553,36 @@ def server_script() -> list[dict[str, Any]]:
     ]
 
 
+class ToServer(httpx.AsyncBaseTransport):
+    """Sends what the client addresses to OpenAI's own endpoint to the recording server."""
+
+    def __init__(self, server: RecordingModelServer) -> None:
+        self.port = server.port
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=self.port)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@asynccontextmanager
+async def client_for(server: RecordingModelServer, official: bool) -> AsyncIterator[AsyncOpenAI]:
+    """A client of the server's ``base_url`` (an OpenAI-compatible server, to the capability
+    table), or one of OpenAI's own endpoint whose requests reach the server."""
+    if not official:
+        async with AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+            yield client
+        return
+    async with (
+        httpx.AsyncClient(transport=ToServer(server)) as http,
+        AsyncOpenAI(api_key="k", max_retries=0, http_client=http) as client,
+    ):
+        yield client
+
+
 # kind -> (the SDK model on a client, the recorded API, the key of its message list)
 REAL_MODELS: dict[str, tuple[Callable[[AsyncOpenAI], Model], str, str]] = {
     "chat": (
@@ -536,10 +598,16 @@ REAL_MODELS: dict[str, tuple[Callable[[AsyncOpenAI], Model], str, str]] = {
 }
 
 
+@pytest.mark.parametrize("official", [False, True], ids=["compatible", "openai"])
 @pytest.mark.parametrize("kind", sorted(REAL_MODELS))
 @pytest.mark.anyio
-async def test_real_openai_models_send_append_only_bytes(kind: str, tmp_path: Path) -> None:
+async def test_real_openai_models_send_append_only_bytes(
+    kind: str, official: bool, tmp_path: Path
+) -> None:
+    """Channel "auto": an OpenAI-compatible server gets user items; OpenAI's own endpoint
+    gets the envelopes as developer items (messages in Chat Completions)."""
     make, api, key = REAL_MODELS[kind]
+    role = "developer" if official else "user"
     seen: list[dict[str, Any]] = []
     hooks = Hooks()
     hooks.session("on_budget_threshold", lambda event, payload: seen.append(dict(payload)))
@@ -562,7 +630,7 @@ async def test_real_openai_models_send_append_only_bytes(kind: str, tmp_path: Pa
         return FORGED
 
     with RecordingModelServer(server_script()) as server:
-        async with AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+        async with client_for(server, official) as client:
             agent = Agent(
                 name="coder",
                 instructions=SYSTEM,
@@ -591,15 +659,22 @@ async def test_real_openai_models_send_append_only_bytes(kind: str, tmp_path: Pa
             found = sum(
                 MARKS[name] in m["content"]
                 for m in items
-                if m.get("role") == "user" and isinstance(m.get("content"), str)
+                if m.get("role") == role and isinstance(m.get("content"), str)
             )
             assert found == (1 if n >= start else 0), (name, n, found)
+            assert MARKS[name] not in json.dumps([m for m in items if m.get("role") != role])
     # the usage the hooks passed on is each response's own, with the cached figure
     assert seen[3]["usage"] == {
         "input_tokens": 90_000,
         "output_tokens": 10,
         "cached_input_tokens": 800,
     }
+    assert reminders.session.model == ModelInfo(
+        provider="openai",
+        name="gpt-test",
+        base_url="https://api.openai.com/v1/" if official else server.base_url + "/",
+    )
+    assert {item["role"] for _, item in reminders.remembered()} == {role}
     replied = [body["usage"] for _, body in server.replies]
     cached_key = "prompt_tokens_details" if api == "chat" else "input_tokens_details"
     assert [u["usage"]["cached_input_tokens"] for u in seen] == [

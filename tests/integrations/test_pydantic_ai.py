@@ -1,10 +1,13 @@
-"""pydantic-ai: ``ReminderCapability`` (spec 05 §3) driven by pydantic-ai's own test models
-(``FunctionModel``, ``TestModel``) over a multi-call tool session, then by its OpenAI and
-Anthropic models against the recording server, checking the requests stay append-only."""
+"""pydantic-ai: ``ReminderCapability`` driven by pydantic-ai's own test models
+(``FunctionModel``, ``TestModel``) over a multi-call tool session, on the user and on the
+system channel (a ``FunctionModel`` whose profile takes a ``SystemPromptPart`` in place), then
+by its OpenAI and Anthropic models against the recording server, checking the requests stay
+append-only."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import subprocess
 import sys
@@ -29,6 +32,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.usage import RequestUsage
 
 from agent_reminders import ConfigError, Hooks, Session, neutralize_untrusted
@@ -44,6 +48,9 @@ AUDIT = "Audit: the run touched the billing module."
 GENERATED = "Re-read the plan before the next edit."
 DOCS_FAILING = "FAILED tests/test_docs.py::test_links - 404\n1 failed in 0.05s"
 WINDOW = 1000
+# What pydantic-ai's own OpenAI and Anthropic (Opus 4.8) models declare: a SystemPromptPart of
+# a later request is sent where it stands.
+INLINE = ModelProfile(supports_inline_system_prompts=True)
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -77,27 +84,31 @@ def view(messages: list[ModelMessage]) -> list[Any]:
     return [strip(m) for m in ModelMessagesTypeAdapter.dump_python(messages, mode="json")]
 
 
-def user_texts(message: ModelMessage) -> list[str]:
+def envelope_texts(message: ModelMessage, kind: type[Any]) -> list[str]:
+    """The texts of the parts of ``kind`` (the channel's part) in a request."""
     return [
         str(p.content)
         for p in message.parts
-        if isinstance(p, UserPromptPart) and isinstance(message, ModelRequest)
+        if isinstance(p, kind) and isinstance(message, ModelRequest)
     ]
 
 
-def count_in(messages: list[ModelMessage], text: str) -> tuple[int, int]:
-    """(user prompt parts holding ``text``, other parts holding it)."""
-    users = others = 0
+def count_in(
+    messages: list[ModelMessage], text: str, kind: type[Any] = UserPromptPart
+) -> tuple[int, int]:
+    """(parts of ``kind`` — the envelope's part on its channel — holding ``text``, other parts
+    holding it)."""
+    ours = others = 0
     for message in messages:
         for part in message.parts:
             content = str(getattr(part, "content", ""))
             if text not in content:
                 continue
-            if isinstance(part, UserPromptPart):
-                users += 1
+            if isinstance(part, kind):
+                ours += 1
             else:
                 others += 1
-    return users, others
+    return ours, others
 
 
 @dataclass
@@ -167,9 +178,20 @@ class Run:
     calls: Calls
     tool_events: list[dict[str, Any]]
     budget_events: list[dict[str, Any]]
+    channel: str = "user"
+
+    @property
+    def kind(self) -> type[Any]:
+        """The part an envelope is on this run's channel."""
+        return SystemPromptPart if self.channel == "system" else UserPromptPart
 
 
-def build(**options: Any) -> Run:
+def build(channel: str = "user", **options: Any) -> Run:
+    """The FunctionModel session; on the system channel the model's profile takes a
+    ``SystemPromptPart`` in place (its provider, ``function``, is in no table row, so the
+    setting says ``"system"``)."""
+    if channel == "system":
+        options["channel"] = "system"
     calls = Calls()
     generator = PlanCheck()
     registry = GeneratorRegistry()
@@ -179,9 +201,11 @@ def build(**options: Any) -> Run:
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         calls.messages.append(list(messages))
         calls.infos.append(info)
-        return SCRIPT[len(calls.messages) - 1]
+        # a copy: pydantic-ai stamps its run's conversation id on the response it is given
+        return copy.deepcopy(SCRIPT[len(calls.messages) - 1])
 
-    agent = Agent(FunctionModel(script), system_prompt=SYSTEM, capabilities=[capability])
+    model = FunctionModel(script, profile=INLINE if channel == "system" else None)
+    agent = Agent(model, system_prompt=SYSTEM, capabilities=[capability])
 
     @agent.tool_plain
     def bash(command: str) -> str:
@@ -216,12 +240,12 @@ def build(**options: Any) -> Run:
         subscribes_to="on_budget_threshold",
         evaluate=lambda ctx: budget_events.append(dict(ctx.payload)),
     )
-    return Run(capability, agent, calls, tool_events, budget_events)
+    return Run(capability, agent, calls, tool_events, budget_events, channel)
 
 
-@pytest.fixture(scope="module")
-def two_runs() -> tuple[Run, Any, Any]:
-    run = build()
+@pytest.fixture(scope="module", params=["user", "system"])
+def two_runs(request: pytest.FixtureRequest) -> tuple[Run, Any, Any]:
+    run = build(request.param)
     first = run.agent.run_sync("Fix the failing parser test.")
     second = run.agent.run_sync("Now update the docs.", message_history=first.all_messages())
     return run, first, second
@@ -252,14 +276,14 @@ def test_six_calls_then_two_more_each_input_begins_with_the_previous(
         (GENERATED, 4),
     ],
 )
-def test_each_reminder_is_in_every_later_request_once_as_a_user_part_of_its_own(
+def test_each_reminder_is_in_every_later_request_once_as_a_part_of_its_own(
     two_runs: tuple[Run, Any, Any], text: str, first_request: int
 ) -> None:
     run, _, _ = two_runs
     for n, messages in enumerate(run.calls.messages):
-        users, others = count_in(messages, text)
+        ours, others = count_in(messages, text, run.kind)
         assert others == 0, (n, text)
-        assert users == (1 if n >= first_request else 0), (n, text, users)
+        assert ours == (1 if n >= first_request else 0), (n, text, ours)
 
 
 def test_the_failing_test_run_at_call_one_brings_grounded_review_to_call_two(
@@ -267,12 +291,12 @@ def test_the_failing_test_run_at_call_one_brings_grounded_review_to_call_two(
 ) -> None:
     run, _, _ = two_runs
     marker = "Grounded review"
-    seen = [count_in(m, marker)[0] for m in run.calls.messages]
+    seen = [count_in(m, marker, run.kind)[0] for m in run.calls.messages]
     assert seen[0] == 0
     assert seen[1] == 1  # the pytest failure
     # a second grounded_review (the ModelRetry of ruff, ok=False) from request 5 on
     assert seen[5:] == [2, 2, 3]  # and the docs failure of the second run in its last
-    envelope = [t for t in user_texts(run.calls.messages[1][-1]) if marker in t]
+    envelope = [t for t in envelope_texts(run.calls.messages[1][-1], run.kind) if marker in t]
     assert "FAILED tests/test_parser.py::test_empty" in envelope[0]
     assert "command: pytest -q" in envelope[0]
 
@@ -287,7 +311,7 @@ def test_token_pressure_comes_from_the_reported_per_call_usage(
     assert all(u["input_tokens"] == 100 for i, u in enumerate(usages) if i != 1)
     assert {e["context_window"] for e in run.budget_events} == {WINDOW}
     assert {e["model"] for e in run.budget_events} == {"function:script:"}
-    pressure = [t for t in user_texts(run.calls.messages[2][-1]) if "WARNING" in t]
+    pressure = [t for t in envelope_texts(run.calls.messages[2][-1], run.kind) if "WARNING" in t]
     assert pressure
     assert "92%" in pressure[0]  # live tokens: the prompt and the answer of that call
     assert "920/1000" in pressure[0]
@@ -313,7 +337,10 @@ def test_system_prompt_instructions_and_tools_never_change(
     assert {i.instructions for i in run.calls.infos} == {None}
     for messages in run.calls.messages:
         systems = [p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart)]
-        assert systems == [SYSTEM]
+        # the agent's system prompt, first; on the system channel, then the envelopes
+        assert systems[0] == SYSTEM
+        assert all("<context-directives" in text for text in systems[1:])
+        assert len(systems) == 1 or run.channel == "system"
 
 
 def test_post_tool_use_has_the_loop_payload(two_runs: tuple[Run, Any, Any]) -> None:
@@ -360,7 +387,7 @@ def test_the_framework_history_holds_each_envelope_as_its_own_request(
     assert len(positions) == 5  # requests 2, 3, 4, 5 and 6 carried something new
     for i in positions:
         envelope = history[i]
-        assert [p.part_kind for p in envelope.parts] == ["user-prompt"]
+        assert [type(p) for p in envelope.parts] == [run.kind]
         # right after the tool results it answers, right before the model's next response
         assert isinstance(history[i - 1], ModelRequest)
         assert all(isinstance(p, ToolReturnPart) for p in history[i - 1].parts)
@@ -381,18 +408,18 @@ def test_a_second_run_resends_every_envelope_at_the_same_position(
     answer = first.all_messages()[-1]
     assert view(first_of_second)[: len(last_of_first) + 1] == view([*last_of_first, answer])
     for text in (FINISH, INTERRUPT, GENERATED, "WARNING"):
-        assert count_in(first_of_second, text) == (1, 0), text
+        assert count_in(first_of_second, text, run.kind) == (1, 0), text
     # pydantic-ai normalizes a history handed back to it (adjacent requests merged, as the
     # model received them): the second run's history begins with what the model was sent
     history = second.all_messages()
     assert view(history)[: len(last_of_first) + 1] == view([*last_of_first, answer])
     for text in (FINISH, INTERRUPT, GENERATED, "WARNING"):
-        assert count_in(history, text) == (1, 0), text
+        assert count_in(history, text, run.kind) == (1, 0), text
     # what the second run added is its own request again
     added = [m for m in second.new_messages() if "context-directives" in json.dumps(view([m]))]
     assert len(added) == 1
     assert isinstance(added[0], ModelRequest)
-    assert [p.part_kind for p in added[0].parts] == ["user-prompt"]
+    assert [type(p) for p in added[0].parts] == [run.kind]
     assert "tests/test_docs.py::test_links" in str(added[0].parts[0].content)
     # the session started once: the first run's envelopes were not stated again
     texts = [m["content"] for m in run.capability.session.transcript.messages]

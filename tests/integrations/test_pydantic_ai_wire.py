@@ -2,7 +2,9 @@
 and Anthropic models and the real SDK clients, against the recording server: over two runs of
 tool calls (the second continuing the first's history) the recorded request bodies stay
 append-only byte for byte — Anthropic's moving ``cache_control`` markers aside, which sit where
-pydantic-ai's cache settings put them."""
+pydantic-ai's cache settings put them — on the user channel and, with models that take one
+(Claude Opus 4.8; an OpenAI-compatible model the capability table is told about), on the
+system channel, the server refusing a misplaced system entry as Anthropic does."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from agent_reminders.capabilities import register_model_capabilities
 from agent_reminders.integrations.pydantic_ai import ReminderCapability
 from agent_reminders.testing import RecordingModelServer, strip_cache_control
 
@@ -92,41 +95,59 @@ REMINDERS = (
 
 ModelFactory = Callable[[RecordingModelServer], Any]
 
-
-@asynccontextmanager
-async def chat(server: RecordingModelServer) -> AsyncIterator[Model]:
-    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as c:
-        yield OpenAIChatModel("gpt-test", provider=OpenAIProvider(openai_client=c))
-
-
-@asynccontextmanager
-async def responses(server: RecordingModelServer) -> AsyncIterator[Model]:
-    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as c:
-        yield OpenAIResponsesModel("gpt-test", provider=OpenAIProvider(openai_client=c))
+# An OpenAI-compatible model name whose row in this process's capability table says its
+# server takes a late system message (no real model has it).
+LOCAL = "gpt-pydantic-ai-channels"
+register_model_capabilities(f"openai-compatible:{LOCAL}", system_messages=True)
 
 
-@asynccontextmanager
-async def claude(server: RecordingModelServer) -> AsyncIterator[Model]:
-    async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as c:
-        yield AnthropicModel("claude-test", provider=AnthropicProvider(anthropic_client=c))
+def chat(name: str) -> ModelFactory:
+    @asynccontextmanager
+    async def make(server: RecordingModelServer) -> AsyncIterator[Model]:
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as c:
+            yield OpenAIChatModel(name, provider=OpenAIProvider(openai_client=c))
+
+    return make
 
 
-# model factory, the API the server sees, model settings
-BACKENDS: dict[str, tuple[ModelFactory, str, dict[str, Any]]] = {
-    "chat": (chat, "chat", {}),
-    "responses": (responses, "responses", {}),
-    # explicit breakpoints: last system block, last tool, last message block
-    "anthropic": (
-        claude,
-        "messages",
-        {
-            "anthropic_cache_instructions": True,
-            "anthropic_cache_tool_definitions": True,
-            "anthropic_cache_messages": True,
-        },
-    ),
-    # Anthropic's automatic caching: one top-level cache_control, no markers in the messages
-    "anthropic-auto": (claude, "messages", {"anthropic_cache": True}),
+def responses(name: str) -> ModelFactory:
+    @asynccontextmanager
+    async def make(server: RecordingModelServer) -> AsyncIterator[Model]:
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as c:
+            yield OpenAIResponsesModel(name, provider=OpenAIProvider(openai_client=c))
+
+    return make
+
+
+def claude(name: str) -> ModelFactory:
+    @asynccontextmanager
+    async def make(server: RecordingModelServer) -> AsyncIterator[Model]:
+        async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as c:
+            yield AnthropicModel(name, provider=AnthropicProvider(anthropic_client=c))
+
+    return make
+
+
+# explicit breakpoints: last system block, last tool, last message block
+MARKERS = {
+    "anthropic_cache_instructions": True,
+    "anthropic_cache_tool_definitions": True,
+    "anthropic_cache_messages": True,
+}
+# Anthropic's automatic caching: one top-level cache_control, no markers in the messages
+AUTO = {"anthropic_cache": True}
+
+# model factory, the API the server sees, model settings, the role the envelopes travel in
+# (channel "auto": the model, its profile in pydantic-ai and the capability table decide)
+BACKENDS: dict[str, tuple[ModelFactory, str, dict[str, Any], str]] = {
+    "chat": (chat("gpt-test"), "chat", {}, "user"),
+    "responses": (responses("gpt-test"), "responses", {}, "user"),
+    "anthropic": (claude("claude-test"), "messages", MARKERS, "user"),
+    "anthropic-auto": (claude("claude-test"), "messages", AUTO, "user"),
+    "chat-system": (chat(LOCAL), "chat", {}, "system"),
+    "responses-system": (responses(LOCAL), "responses", {}, "system"),
+    "anthropic-system": (claude("claude-opus-4-8"), "messages", MARKERS, "system"),
+    "anthropic-auto-system": (claude("claude-opus-4-8"), "messages", AUTO, "system"),
 }
 LIST_KEY = {"chat": "messages", "responses": "input", "messages": "messages"}
 
@@ -173,7 +194,7 @@ async def run_two(
 @pytest.mark.parametrize("prompt", ["system_prompt", "instructions"])
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 async def test_two_runs_are_append_only_on_the_wire(backend: str, prompt: str) -> None:
-    factory, api, settings = BACKENDS[backend]
+    factory, api, settings, role = BACKENDS[backend]
     with RecordingModelServer(SCRIPT) as server:
         async with factory(server) as model:
             capability, usages = await run_two(model, settings, prompt)
@@ -183,7 +204,7 @@ async def test_two_runs_are_append_only_on_the_wire(backend: str, prompt: str) -
     bodies = [r.json for r in records]
     key = LIST_KEY[api]
     items = [b[key] for b in bodies]
-    marked = backend == "anthropic"
+    marked = settings is MARKERS
     if marked:
         # the markers move by design: judge the messages without them, item by item
         stripped = [[checks.compact(m) for m in strip_cache_control(x)] for x in items]
@@ -199,7 +220,7 @@ async def test_two_runs_are_append_only_on_the_wire(backend: str, prompt: str) -
             assert [("cache_control" in t) for t in body["tools"]] == [False, False, True]
     else:
         checks.assert_raw_append_only([checks.raw_value(r.body, key) for r in records])
-        if backend == "anthropic-auto":
+        if settings is AUTO:
             assert all(b["cache_control"]["type"] == "ephemeral" for b in bodies)
             inner = [{k: v for k, v in b.items() if k != "cache_control"} for b in bodies]
             assert "cache_control" not in json.dumps(inner)
@@ -217,6 +238,20 @@ async def test_two_runs_are_append_only_on_the_wire(backend: str, prompt: str) -
         start = next(i for i, c in enumerate(counts) if c)
         assert counts[start:] == [1] * (8 - start), (reminder, counts)
     assert all(AUDIT not in t for t in texts)
+    # each envelope is an entry of its own in the channel's role: a system entry where the
+    # model takes one in place, else user text (pydantic-ai merges it into the request's turn)
+    holders = [
+        str(e.get("role"))
+        for e in items[-1]
+        if "<context-directives" in json.dumps(e.get("content"), ensure_ascii=False)
+    ]
+    assert holders
+    assert set(holders) == {role}
+    committed = [m["role"] for m in capability.session.transcript.messages]
+    assert committed == [role] * len(committed)
+    if role == "system":
+        assert len(holders) == len(committed)  # every envelope the session committed
+    assert capability.session.envelope_channel() == role
     assert AUDIT in repr(capability.session.transcript.audit)
     assert all("<system-reminder>ignore" not in t for t in texts)
     # the usage pydantic-ai read from each response is what the budget event carried

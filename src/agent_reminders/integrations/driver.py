@@ -1,4 +1,4 @@
-"""What every framework integration does with its sessions (spec 05 §3), in one place.
+"""What every framework integration does with its sessions, in one place.
 
 The LangChain, pydantic-ai and OpenAI Agents SDK integrations are built on it, and so can an
 integration for any other framework with a hook before and after each model call.
@@ -10,14 +10,24 @@ conversation beside it and calls a :class:`Driver` at the framework's seams:
   (``post_turn``), fires ``session_start`` once, drains the queue (seam ``iteration_start``:
   ``finish_step`` and ``interrupt_immediate`` items), commits the envelope, and returns the
   messages the framework must add to its own history — drained user messages, then the
-  envelope — each a user message of its own, never merged into the framework's messages;
+  envelope — each a message of its own (a user message, or the envelope on the system
+  channel), never merged into the framework's messages;
 - :meth:`Driver.after_model` after it: ``on_budget_threshold`` with that call's usage;
 - :meth:`Driver.after_tool` after each tool: the output through ``neutralize_untrusted``, then
-  ``post_tool_use`` with the payload of 02 §3;
+  ``post_tool_use`` with the loop's payload;
 - :meth:`Driver.compacted` when the framework summarized its history: the reminder lifecycle
   of a compaction and ``post_compact`` with the framework's count and summary;
 - :meth:`Driver.end_run` when a run ends: the last ``post_turn`` and seam ``loop_exit``
-  (``audit_only`` items into ``session.transcript.audit``).
+  (``audit_only`` items into ``session.transcript.audit``);
+- :meth:`Driver.use_model` when the integration knows which model the framework calls, and
+  :meth:`Driver.downgraded` when it sends a system-channel envelope of the framework's history
+  as a user message.
+
+Each envelope is committed on a channel (``user``, or ``system``: a mid-conversation system
+instruction). With ``channel="auto"`` it is ``system`` only where the model takes such a message
+(the capability table) **and** the framework sends it where it stands: a framework that moves a
+late system message into its leading system prompt would rewrite the cached prefix, so there
+the envelope stays a user message.
 
 The session's transcript holds what the integration added (drained user messages and
 envelopes), which is all it needs to know what is committed; the framework's own messages
@@ -34,8 +44,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core.errors import ConfigError, did_you_mean, missing_extra
+from .._core.events import Kind
 from .._core.records import Message
-from .._core.request import ToolCall, ToolResult, Usage
+from .._core.request import ModelInfo, ToolCall, ToolResult, Usage
+from ..capabilities import ModelCapabilities, capabilities_for
 from ..hooks import Hooks
 from ..loop.run import (
     budget_payload,
@@ -46,7 +58,12 @@ from ..loop.run import (
 )
 from ..session import Session
 
-__all__ = ["Driver", "extra_missing"]
+__all__ = ["Driver", "NOT_SUPPORTED", "extra_missing"]
+
+NOT_SUPPORTED = "not_supported"
+"""The ``reason`` of a ``channel_downgraded`` event for a model (or a framework's model class)
+that takes no mid-conversation system message at all, e.g. after a switch of model: the other
+reasons are Anthropic's placement rules (:func:`agent_reminders.placement`)."""
 
 
 def extra_missing(extra: str, framework: str) -> ImportError:
@@ -84,7 +101,7 @@ def _check_session_options(options: Mapping[str, Any], owner: str) -> None:
 
 
 class Driver:
-    """One session per conversation and the steps of 05 §3 at the framework's seams.
+    """One session per conversation, and the integration steps at the framework's seams.
 
     ``session`` is used for every conversation when given; otherwise each conversation id
     gets its own ``Session(**session_options)`` on first use (``session_id`` defaults to the
@@ -248,6 +265,34 @@ class Driver:
         final = self._finish_tool(session, call, result)
         await fire_event(session, self.hooks, "post_tool_use", tool_event_payload(call, final))
         return final
+
+    # -- the model and the channel ------------------------------------------------------------
+
+    def use_model(self, session: Session, model: ModelInfo | None, *, in_place: bool) -> None:
+        """Tell ``session`` which model the next request goes to (``None``: unknown) and
+        whether the framework sends a mid-conversation system message where it stands
+        (``in_place``). With ``channel="auto"`` the next envelope is then committed on the
+        system channel only where both hold; the betas (``clear_at``, tool changes) are wire
+        features no framework integration sends, so they stay off."""
+        accepted = capabilities_for(model).system_messages
+        session.use_model(
+            model,
+            capabilities=ModelCapabilities(system_messages=in_place and accepted),
+            own_history=False,  # the framework holds the conversation: it judges placement
+        )
+
+    def downgraded(self, session: Session, *, message_index: int, reason: str) -> None:
+        """Record ``channel_downgraded``: the system-channel envelope at ``message_index`` of
+        the framework's request is sent as a user message from this request on (``reason``:
+        the placement rule it breaks, or :data:`NOT_SUPPORTED`). The request that first shows
+        it is a sanctioned prefix break; call this once per envelope."""
+        turn = self._run(session).unaged
+        payload = {
+            "message_index": message_index,
+            "reason": reason,
+            "turn_number": session.turn if turn is None else turn,
+        }
+        session.event_log.keep(Kind.CHANNEL_DOWNGRADED, "transcript.channel", payload)
 
     # -- compaction and the end of a run ------------------------------------------------------
 

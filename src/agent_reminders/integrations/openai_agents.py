@@ -1,10 +1,11 @@
-"""Reminders for agents built on the OpenAI Agents SDK (spec 05 §3).
+"""Reminders for agents built on the OpenAI Agents SDK.
 
 Two pieces, on the SDK's own extension points:
 
 - :class:`ReminderInputFilter` for ``RunConfig(call_model_input_filter=...)``: before each model
   call it adds the session's new envelope (and user messages a host queued) to the model input
-  as ``{"role": "user", "content": ...}`` items, and re-inserts every envelope it added before.
+  as ``{"role": "user", "content": ...}`` items — the envelope as ``{"role": "developer", ...}``
+  on the system channel — and re-inserts every item it added before.
 - :class:`ReminderRunHooks` (``hooks=`` of ``Runner.run`` / ``run_sync`` / ``run_streamed``):
   ``on_llm_end`` fires ``on_budget_threshold`` with the usage of the call that just ended (the
   response's own, not the running total in ``context.usage``), ``on_tool_end`` fires
@@ -17,6 +18,18 @@ with its position — the number of input items before it, earlier added items i
 puts all of them back at those positions on every call, also in later runs whose input comes
 from ``to_input_list()`` or an SDK session. The provider sees every envelope again, byte for
 byte, at the same place: the requests stay append-only.
+
+The channel. The SDK's OpenAI models (``OpenAIResponsesModel``, ``OpenAIChatCompletionsModel``)
+send a ``developer`` item where it stands (as a Responses input item, or a Chat Completions
+``developer`` message); on OpenAI's own endpoint the capability table takes it, so with
+``channel="auto"`` the envelope goes as ``{"role": "developer", "content": envelope}``. An agent
+whose ``model`` is another ``Model`` (LiteLLM, a model of your own) gets user items: those
+convert the input for other providers, which may move a late system message into the system
+prompt. An agent whose ``model`` is a name (or ``None``) is resolved by the run's model
+provider, which the filter cannot see: give ``model=ModelInfo("openai", "gpt-5")`` among the
+session options to say where it goes (without it, ``"auto"`` means user). A remembered
+``developer`` item re-inserted for a request to a model of another kind (a handoff to a LiteLLM
+agent) goes as a user item from then on, and ``channel_downgraded`` is recorded once.
 
 Example:
     >>> from agents import RunConfig
@@ -36,14 +49,15 @@ from typing import Any
 
 from .._core.envelope import message_text, neutralize_untrusted
 from .._core.records import Message
-from .._core.request import ToolCall, ToolResult, Usage
+from .._core.request import ModelInfo, ToolCall, ToolResult, Usage
 from ..hooks import Hooks
 from ..session import Session
-from .driver import Driver, extra_missing
+from .driver import NOT_SUPPORTED, Driver, extra_missing
 
 try:
     from agents import (
         Agent,
+        Model,
         ModelResponse,
         OpenAIChatCompletionsModel,
         OpenAIResponsesModel,
@@ -66,25 +80,50 @@ ConversationOf = Callable[[Any], "str | None"]
 _Added = list[tuple[int, dict[str, Any]]]  # (position, item) in the order they were added
 
 
-def _input_item(message: Message) -> dict[str, Any]:
-    """A user message of the driver as an SDK input item (text blocks as ``input_text``)."""
+def _input_item(message: Message, developer: bool) -> dict[str, Any]:
+    """A driver message as an SDK input item (text blocks as ``input_text``): a user item, or
+    a ``developer`` one for a system-channel envelope where the model takes it in place."""
+    role = "developer" if message["role"] == "system" and developer else "user"
     content = message["content"]
     if isinstance(content, str):
-        return {"role": "user", "content": content}
+        return {"role": role, "content": content}
     blocks = [
         {"type": "input_text", "text": b["text"]} if b.get("type") == "text" else dict(b)
         for b in content
     ]
-    return {"role": "user", "content": blocks}
+    return {"role": role, "content": blocks}
 
 
-def _fresh(item: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a remembered item to hand to the SDK (it never holds the filter's own)."""
+def _fresh(item: dict[str, Any], role: str | None = None) -> dict[str, Any]:
+    """A copy of a remembered item to hand to the SDK (it never holds the filter's own),
+    in ``role`` when given (a downgraded ``developer`` item)."""
     content = item["content"]
     return {
-        "role": "user",
+        "role": role or item["role"],
         "content": content if isinstance(content, str) else [dict(b) for b in content],
     }
+
+
+def _in_place(agent: Agent[Any]) -> bool | None:
+    """Whether the agent's model sends a ``developer`` item where it stands: ``True`` for the
+    SDK's OpenAI models, ``False`` for any other ``Model``, ``None`` for a model given by name
+    (the run's model provider resolves it; the filter cannot tell)."""
+    model = agent.model
+    if isinstance(model, OpenAIResponsesModel | OpenAIChatCompletionsModel):
+        return True
+    return False if isinstance(model, Model) else None
+
+
+def _model_info(agent: Agent[Any]) -> ModelInfo | None:
+    """The SDK OpenAI model of an agent, with its client's endpoint (``None``: another)."""
+    model = agent.model
+    if isinstance(model, OpenAIResponsesModel | OpenAIChatCompletionsModel):
+        # the client the model was built with: OpenAI's endpoint or a compatible server (the
+        # SDK, 0.24, keeps it only as an attribute of its own, ``_client``)
+        client = getattr(model, "_client", None)
+        base_url = str(getattr(client, "base_url", "") or "") or None
+        return ModelInfo(provider="openai", name=str(model.model), base_url=base_url)
+    return None
 
 
 def _neutral_output(item: Any) -> Any:
@@ -136,7 +175,8 @@ class ReminderInputFilter:
 
     Pass the same instance to :class:`ReminderRunHooks` for the events after each model call
     and tool. The filter never touches the agent's instructions (the system prompt) or its
-    tools; each item it adds is a user message of its own.
+    tools; each item it adds is a message of its own (``user``, or ``developer`` for an
+    envelope on the system channel).
 
     Raises:
         ConfigError: ``session`` and ``session_options`` both given, or a bad ``context_window``.
@@ -162,6 +202,8 @@ class ReminderInputFilter:
         )
         self._conversation = conversation
         self._added: dict[str | None, _Added] = {}  # per conversation id
+        # per conversation id, the positions of developer items already reported downgraded
+        self._downgraded: dict[str | None, set[int]] = {}
 
     @property
     def session(self) -> Session:
@@ -182,26 +224,46 @@ class ReminderInputFilter:
         """``(position, item)`` for every item the filter added to a conversation, in order."""
         return [(p, _fresh(i)) for p, i in self._added.get(conversation_id, ())]
 
-    def _restore(self, conversation_id: str | None, items: list[Any]) -> tuple[list[Any], _Added]:
+    def _restore(
+        self, session: Session, conversation_id: str | None, items: list[Any], developer: bool
+    ) -> tuple[list[Any], _Added]:
         added = self._added.setdefault(conversation_id, [])
         out = [_neutral_output(item) for item in items]
         for position, item in added:
             at = min(position, len(out))  # a history cut short keeps every item, at its end
-            if at < len(out) and out[at] == item:
+            role = None
+            if item["role"] == "developer" and not developer:
+                role = "user"  # this model would not keep it in place
+                self._note_downgrade(session, conversation_id, position)
+            if at < len(out) and out[at] in (item, _fresh(item, role)):
                 continue  # the host's history kept this one
-            out.insert(at, _fresh(item))
+            out.insert(at, _fresh(item, role))
         return out, added
+
+    def _note_downgrade(self, session: Session, conversation_id: str | None, position: int) -> None:
+        done = self._downgraded.setdefault(conversation_id, set())
+        if position not in done:
+            done.add(position)
+            self.driver.downgraded(session, message_index=position, reason=NOT_SUPPORTED)
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """Re-insert the remembered items, then add this call's envelope (the SDK calls it
         before every model call, on ``Runner.run``, ``run_sync`` and ``run_streamed``)."""
         conversation_id = self.conversation_of(data.context)
         session = self.session_for(conversation_id)
-        items, added = self._restore(conversation_id, list(data.model_data.input))
+        in_place = _in_place(data.agent)
+        # A model of another kind keeps the model the session was told of, but takes no
+        # developer item; a name is taken to be that model (model= of the session options).
+        info = _model_info(data.agent) or session.model
+        self.driver.use_model(session, info, in_place=in_place is not False)
+        developer = in_place is not False
+        items, added = self._restore(
+            session, conversation_id, list(data.model_data.input), developer
+        )
         task = None if session.started else _first_user_text(items)
         new = await self.driver.abefore_model(session, task=task)
         for message in new:
-            item = _input_item(message)
+            item = _input_item(message, developer)
             added.append((len(items), item))
             items.append(_fresh(item))
         return ModelInputData(input=items, instructions=data.model_data.instructions)

@@ -1,4 +1,4 @@
-"""Reminders inside pydantic-ai agents (spec 05 §3): :class:`ReminderCapability`.
+"""Reminders inside pydantic-ai agents: :class:`ReminderCapability`.
 
 A pydantic-ai capability (``AbstractCapability``, pydantic-ai 2.x) that gives an existing
 ``Agent`` the library's reminders — the canonical providers, the session's own providers,
@@ -19,6 +19,17 @@ hooks, generators and host pushes through the session's queue — over a
   ``session.transcript.audit``).
 
 The system prompt, the instructions and the tools are never touched.
+
+The channel. Before each request the capability tells the session which model it goes to
+(``ModelInfo`` from the model's ``system``, name and ``base_url``) and whether pydantic-ai sends
+a ``SystemPromptPart`` of a later request where it stands: its ``Model.prepare_messages`` does
+so only where the model's profile sets ``supports_inline_system_prompts`` (OpenAI's models, the
+Claude models that take a mid-conversation system entry on Anthropic's own API…); elsewhere it
+rewrites the part as ``<system>``-tagged user text and may explain the tag in the system prompt,
+which changes the cached prefix. A system-channel envelope is therefore
+``ModelRequest(parts=[SystemPromptPart(envelope)])`` only where the profile says so, and the
+user part above everywhere else; with ``channel="auto"`` the capability table decides the rest
+(an OpenAI-compatible ``base_url`` takes no system message unless registered).
 
 Example:
     >>> import asyncio
@@ -53,20 +64,21 @@ try:
     from pydantic_ai.messages import (
         ModelRequest,
         ModelResponse,
+        SystemPromptPart,
         ToolCallPart,
         ToolReturnPart,
         UserPromptPart,
     )
-    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.models import Model, ModelRequestContext
     from pydantic_ai.run import AgentRunResult
     from pydantic_ai.tools import RunContext, ToolDefinition
     from pydantic_ai.usage import RequestUsage
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without pydantic-ai
     raise extra_missing("pydantic-ai", "pydantic-ai") from exc
 
-from .._core.envelope import neutralize_content, neutralize_untrusted
+from .._core.envelope import message_text, neutralize_content, neutralize_untrusted
 from .._core.records import Message
-from .._core.request import ToolCall, ToolResult, Usage
+from .._core.request import ModelInfo, ToolCall, ToolResult, Usage
 from ..hooks import Hooks
 from ..loop.run import blocked_result
 from ..session import Session
@@ -173,13 +185,16 @@ class ReminderCapability(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        """Commit the envelope and enqueue what the driver adds, each as its own request."""
+        """Commit the envelope and enqueue what the driver adds, each as its own request (the
+        envelope a ``SystemPromptPart`` on the system channel, where the model takes it)."""
         session = self._session(ctx)
+        in_place = _in_place(request_context.model)
+        self._driver.use_model(session, _model_info(request_context.model), in_place=in_place)
         added = await self._driver.abefore_model(session, task=_text(ctx.prompt))
         if added:
             # From a before_model_request hook, pydantic-ai delivers this into the request being
             # prepared and into the run's persisted history.
-            ctx.enqueue(*(ModelRequest(parts=[UserPromptPart(_content(m))]) for m in added))
+            ctx.enqueue(*(ModelRequest(parts=[_part(m, in_place)]) for m in added))
         return request_context
 
     async def after_model_request(
@@ -278,6 +293,26 @@ def _text(prompt: str | Sequence[Any] | None) -> str | None:
         return prompt
     texts = [item for item in prompt if isinstance(item, str)]
     return "\n".join(texts) if texts else None
+
+
+def _model_info(model: Model) -> ModelInfo:
+    """The model a request goes to, as the capability table reads it (an OpenAI model at
+    another ``base_url`` is an OpenAI-compatible server)."""
+    return ModelInfo(provider=model.system, name=model.model_name, base_url=model.base_url)
+
+
+def _in_place(model: Model) -> bool:
+    """Whether pydantic-ai sends a ``SystemPromptPart`` of a later request where it stands
+    (``Model.prepare_messages`` rewrites it as ``<system>``-tagged user text otherwise)."""
+    return bool(model.profile.get("supports_inline_system_prompts", False))
+
+
+def _part(message: Message, in_place: bool) -> SystemPromptPart | UserPromptPart:
+    """A driver message as the part of its own request: a system-channel envelope is a
+    ``SystemPromptPart`` where the model takes it in place, anything else a user part."""
+    if message["role"] == "system" and in_place:
+        return SystemPromptPart(message_text(message))
+    return UserPromptPart(_content(message))
 
 
 def _content(message: Message) -> str | list[str]:
