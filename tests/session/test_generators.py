@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -1337,3 +1338,23 @@ def test_mcp_tools_delta_example_runs() -> None:
         in out
     )
     assert "prefix breaks across 5 requests: []" in out
+    # part 2: the same pool on a model that takes tool changes in a system entry
+    _, second = out.split("on claude-opus-4-8", 1)
+    assert "<system-reminder>" not in second  # the blocks tell the model, no generator text
+    assert second.count("tools ['read_file', 'deploy']") == 5  # declared once, never changed
+    assert "the request's tools unchanged across 5 requests: True" in second
+    envelopes = [
+        json.loads(line.split("envelope: ", 1)[1])
+        for line in second.splitlines()
+        if line.strip().startswith("envelope: ")
+    ]
+    assert [e["role"] for e in envelopes] == ["system", "system"]
+    (added,), (removed,) = (e["content"] for e in envelopes)
+    assert added["type"] == "tool_addition"
+    assert added["tool"]["type"] == "tool_definition"
+    assert added["tool"]["definition"]["name"] == "search"
+    assert removed["type"] == "tool_removal"
+    assert removed["tool"] == {"type": "tool_reference", "name": "deploy"}
+    betas = "anthropic-beta: mid-conversation-tool-changes-2026-07-01, inline-tools-2026-09-15"
+    assert second.count(betas) == 2
+    assert second.rstrip().endswith("prefix breaks across 5 requests: []")
