@@ -387,6 +387,7 @@ class Session:
             channel=channel,
             nonce=self.nonce,
             extra_blocks=blocks,
+            clear_at=self.capabilities.clear_at,
         )
         self._transcript = committed.transcript
         if self._model is not None and self._model.provider == "anthropic" and self._own_history:

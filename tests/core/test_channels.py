@@ -25,11 +25,14 @@ from agent_reminders import (
     register_model_capabilities,
     render_envelope,
 )
+from agent_reminders.integrations import to_anthropic
 
 OPUS = ModelInfo(provider="anthropic", name="claude-opus-4-8")
 SONNET_4 = ModelInfo(provider="anthropic", name="claude-sonnet-4-5")
 GPT = ModelInfo(provider="openai", name="gpt-5")
-LOCAL = ModelInfo(provider="openai", name="qwen3", base_url="http://127.0.0.1:8080/v1")
+LOCAL = ModelInfo(
+    provider="openai", name="unregistered-local-llm", base_url="http://127.0.0.1:8080/v1"
+)
 GEMINI = ModelInfo(provider="gemini", name="gemini-2.5-pro")
 
 
@@ -168,6 +171,39 @@ def test_a_committed_envelope_keeps_its_role_when_the_model_changes() -> None:
     second = session.prepare_request()
     assert [m["role"] for m in second.messages] == ["user", "system", "assistant", "user", "user"]
     assert list(second.messages[: len(first.messages)]) == list(first.messages)
+
+
+def _turn(session: Session, body: str, ttl_turns: int | None) -> str:
+    session.append({"role": "user", "content": f"about {body}"})
+    session.inject({"body": body, **({"ttl_turns": ttl_turns} if ttl_turns else {})})
+    envelope = session.prepare_request().messages[-1]
+    session.append({"role": "assistant", "content": "ok"})
+    return str(envelope["content"])
+
+
+@pytest.mark.parametrize(
+    ("model", "again"),
+    [
+        (OPUS, [True, True, False, False]),  # cleared carriers: the next envelope repeats them
+        (SONNET_4, [True, False, False, False]),  # no clear_at: once per context, as ever
+    ],
+)
+def test_instructions_stay_in_view_when_clear_at_drops_their_envelope(
+    model: ModelInfo, again: list[bool]
+) -> None:
+    """An envelope that lasts one turn leaves the model's view with ``clear_at``; if it held
+    the instructions, the next envelope carries them, until one that stays in view has."""
+    session = Session(model=model)
+    texts = [
+        _turn(session, "one turn", 1),
+        _turn(session, "lasting", None),
+        _turn(session, "one turn again", 1),
+        _turn(session, "lasting again", None),
+    ]
+    assert [ENVELOPE_INSTRUCTIONS in t for t in texts] == again
+    body = to_anthropic(session.prepare_request(), cache=False, clear_at=model == OPUS)
+    cleared = [m for m in body["messages"] if "clear_at" in m]
+    assert len(cleared) == (2 if model == OPUS else 0)
 
 
 # -- placement and downgrades ----------------------------------------------------------------

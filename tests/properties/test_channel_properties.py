@@ -46,11 +46,15 @@ MODELS: dict[str, tuple[ModelInfo, ...]] = {
     ),
     "openai_chat": (
         ModelInfo(provider="openai", name="gpt-5"),
-        ModelInfo(provider="openai", name="qwen3", base_url="http://127.0.0.1:8080/v1"),
+        ModelInfo(
+            provider="openai", name="unregistered-local-llm", base_url="http://127.0.0.1:8080/v1"
+        ),
     ),
     "openai_responses": (
         ModelInfo(provider="openai", name="gpt-5"),
-        ModelInfo(provider="openai", name="qwen3", base_url="http://127.0.0.1:8080/v1"),
+        ModelInfo(
+            provider="openai", name="unregistered-local-llm", base_url="http://127.0.0.1:8080/v1"
+        ),
     ),
     "gemini": (ModelInfo(provider="gemini", name="gemini-2.5-pro"),),
 }
@@ -135,8 +139,11 @@ def play(wire: str, channel: str, steps: list[tuple[str, Any]]) -> Run:
             child.append({"role": "user", "content": "review the change"})
             run.children.append([child.prepare_request()])
         else:  # a model call
-            if not session.transcript.messages:
+            messages = session.transcript.messages
+            if not messages:
                 session.append({"role": "user", "content": "start"})
+            elif messages[-1]["role"] == "assistant":  # a loop calls again after an answer
+                session.append({"role": "user", "content": "go on"})  # only with a new turn
             run.requests.append(session.prepare_request())
             if arg == "answer":
                 session.append({"role": "assistant", "content": "done"})

@@ -579,6 +579,7 @@ def commit_directives(
     channel: ChannelSetting = "user",
     nonce: str | None = None,
     extra_blocks: Sequence[Mapping[str, Any]] = (),
+    clear_at: bool = False,
 ) -> Committed:
     """Commit the envelope for one model request as a new trailing message.
 
@@ -596,6 +597,9 @@ def commit_directives(
     ``nonce`` the envelope's opening tag carries it (see :func:`render_envelope`).
     ``extra_blocks`` (tool-change blocks, system channel only) follow the envelope's text in
     the message's content; with no new directive they make a message of their own.
+    ``clear_at=True`` says the model drops a system entry whose directives all last one turn
+    once that turn is over (the ``clear_at`` beta): under ``"auto"``, instructions held only
+    by such entries no longer count, so the next envelope carries them again.
     """
     transcript = _check_transcript(transcript)
     turn = check_turn(turn)
@@ -630,7 +634,7 @@ def commit_directives(
             fired=(),
         )
     with_instructions = instructions == "always" or (
-        instructions == "auto" and not transcript.has_instructions()
+        instructions == "auto" and not _instructions_in_view(transcript, clear_at)
     )
     text = _envelope(fresh, checked_style, with_instructions, nonce)
     if role == "system" and _spoken_by_person(fresh):
@@ -673,6 +677,22 @@ def commit_directives(
         message={"role": role, "content": content, "directive_ids": list(ids)},
         fired=tuple(ids),
     )
+
+
+def _instructions_in_view(transcript: Transcript, clear_at: bool) -> bool:
+    """Whether a message the model still sees holds :data:`ENVELOPE_INSTRUCTIONS`; with
+    ``clear_at``, a system entry that lasts one turn has left the model's view."""
+    if not transcript.has_instructions():
+        return False
+    if not clear_at:
+        return True
+    for message in transcript.messages:
+        text = message_text(message)
+        if ENVELOPE_INSTRUCTIONS in text and not (
+            message["role"] == "system" and lasts_one_turn(text)
+        ):
+            return True
+    return False
 
 
 def _check_transcript(value: object) -> Transcript:
