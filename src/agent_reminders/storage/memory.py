@@ -18,7 +18,7 @@ from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
 from ..state import SessionState
-from . import _codec as codec
+from . import _lease_rules, _queue_rules, _rows, _save_plan
 from ._wake import Waiters
 from .base import (
     ClosingStore,
@@ -42,20 +42,20 @@ class _Session:
     created_at: float
     updated_at: float = 0.0
     touched: int = 0
-    revision: int = 0  # bumped by every write of the session record (codec.Memo)
+    revision: int = 0  # bumped by every write of the session record (_save_plan.Memo)
     # the pending items (insertion order is FIFO order) and the settled ids, as SQLite keeps
     # them: a pending count, a drain, a wait look at the pending items only
-    pending: dict[str, codec.QueueRow] = field(default_factory=dict)
-    settled: dict[str, codec.Status] = field(default_factory=dict)
+    pending: dict[str, _rows.QueueRow] = field(default_factory=dict)
+    settled: dict[str, _rows.Status] = field(default_factory=dict)
 
-    def row(self, item_id: str) -> codec.QueueRow | None:
+    def row(self, item_id: str) -> _rows.QueueRow | None:
         """The item's row, pending or settled; ``None`` when the session never had it."""
         found = self.pending.get(item_id)
         if found is None and item_id in self.settled:
-            return codec.QueueRow(id=item_id, status=self.settled[item_id])
+            return _rows.QueueRow(id=item_id, status=self.settled[item_id])
         return found
 
-    def settle(self, item_id: str, status: codec.Status) -> None:
+    def settle(self, item_id: str, status: _rows.Status) -> None:
         """Mark a pending (or unknown) id delivered or revoked."""
         self.pending.pop(item_id, None)
         self.settled[item_id] = status
@@ -117,7 +117,7 @@ class MemoryStore(ClosingStore):
         self.clock = clock
         self.poll_interval = poll_interval
         self.closed = False
-        self._memo = codec.Memo()
+        self._memo = _save_plan.Memo()
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self.data.sessions)}, closed={self.closed})"
@@ -134,7 +134,7 @@ class MemoryStore(ClosingStore):
         return self.data
 
     def _session(self, session_id: str) -> _Session:
-        record = self.data.sessions.get(codec.check_session_id(session_id))
+        record = self.data.sessions.get(_rows.check_session_id(session_id))
         if record is None:
             raise UnknownSessionError(session_id)
         return record
@@ -148,8 +148,8 @@ class MemoryStore(ClosingStore):
 
     async def create_session(self, state: SessionState) -> None:
         """Store a new session (see ``Store``)."""
-        plan = codec.plan_save(state, None)
-        writes = plan.against(0, 0, codec.EMPTY_DIGEST)
+        plan = _save_plan.plan_save(state, None)
+        writes = plan.against(0, 0, _rows.EMPTY_DIGEST)
         data = self._open()
         with data.lock:
             if plan.session_id in data.sessions:
@@ -173,14 +173,14 @@ class MemoryStore(ClosingStore):
         """The stored session, or ``None`` (see ``Store``)."""
         data = self._open()
         with data.lock:
-            record = data.sessions.get(codec.check_session_id(session_id))
+            record = data.sessions.get(_rows.check_session_id(session_id))
             if record is None:
                 return None
             head, messages, audit = record.head, list(record.messages), list(record.audit)
             pending, settled = list(record.pending.values()), list(record.settled.items())
             revision, digest = record.revision, record.digest
         try:
-            state = codec.join_state(head, messages, audit, pending, settled)
+            state = _rows.join_state(head, messages, audit, pending, settled)
         except StateError as exc:
             raise StoreError(f"memory: session {session_id!r} cannot be read: {exc}") from None
         self._memo.read(state, revision, digest, len(audit))
@@ -188,8 +188,8 @@ class MemoryStore(ClosingStore):
 
     async def save_session(self, state: SessionState) -> None:
         """Write one turn atomically (see ``Store``); serialises only what the turn added
-        (``_codec.plan_save``)."""
-        plan = codec.plan_save(state, self._memo)
+        (``_save_plan.plan_save``)."""
+        plan = _save_plan.plan_save(state, self._memo)
         data = self._open()
         with data.lock:
             record = self._session(plan.session_id)
@@ -209,9 +209,9 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             record = self._session(session_id)
-            rows = codec.message_rows(messages, len(record.messages))
+            rows = _rows.message_rows(messages, len(record.messages))
             record.messages.extend(rows)
-            record.digest = codec.chain(record.digest, rows)
+            record.digest = _rows.chain(record.digest, rows)
             record.revision += 1
             self._touch(record)
 
@@ -220,7 +220,7 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             record = self._session(session_id)
-            record.head = codec.head_with_reminders(record.head, reminders)
+            record.head = _rows.head_with_reminders(record.head, reminders)
             record.revision += 1
             self._touch(record)
 
@@ -258,15 +258,15 @@ class MemoryStore(ClosingStore):
         self, session_id: str, item: QueueItem, *, max_pending: int | None = None
     ) -> str:
         """Queue a validated item (see ``Store``)."""
-        row = codec.item_row(item)
-        limit = codec.check_max_pending(max_pending)
+        row = _rows.item_row(item)
+        limit = _queue_rules.check_max_pending(max_pending)
         data = self._open()
         with data.lock:
             record = self._session(session_id)
             if row.id in record.pending or row.id in record.settled:
-                raise codec.duplicate_id(row.id)
+                raise _queue_rules.duplicate_id(row.id)
             if limit is not None and len(record.pending) >= limit:
-                raise codec.queue_full(limit)
+                raise _queue_rules.queue_full(limit)
             record.pending[row.id] = row
             self._touch(record)
         data.waiters.notify(session_id)
@@ -277,11 +277,11 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             rows = list(self._session(session_id).pending.values())
-        return codec.pending_rows([r.item() for r in rows])
+        return _queue_rules.pending_rows([r.item() for r in rows])
 
     async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
         """Take the pending items of ``modes`` and mark them delivered, atomically."""
-        wanted = codec.check_modes(modes)
+        wanted = _queue_rules.check_modes(modes)
         data = self._open()
         with data.lock:
             record = self._session(session_id)
@@ -297,8 +297,8 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             record = self._session(session_id)
-            rid = codec.check_revoke_id(reminder_id)
-            status = codec.revoke_status(record.row(rid), rid)
+            rid = _queue_rules.check_revoke_id(reminder_id)
+            status = _queue_rules.revoke_status(record.row(rid), rid)
             if status == "revoked":
                 record.settle(rid, "revoked")
                 self._touch(record)
@@ -314,7 +314,7 @@ class MemoryStore(ClosingStore):
     ) -> bool:
         """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
         ``timeout`` seconds."""
-        wanted = None if modes is None else codec.check_modes(modes)
+        wanted = None if modes is None else _queue_rules.check_modes(modes)
         data = self._open()
 
         async def check() -> bool:
@@ -335,8 +335,8 @@ class MemoryStore(ClosingStore):
         """Claim the session for ``owner`` for ``ttl_seconds`` (taking it from ``replace``
         if that owner holds it): ``None`` when claimed, else the owner holding it (see
         ``Store``)."""
-        who, ttl = codec.check_lease(owner, ttl_seconds)
-        gone = codec.check_replace(replace)
+        who, ttl = _lease_rules.check_lease(owner, ttl_seconds)
+        gone = _lease_rules.check_replace(replace)
         data = self._open()
         with data.lock:
             self._session(session_id)
@@ -350,7 +350,7 @@ class MemoryStore(ClosingStore):
     async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
         """Extend ``owner``'s live lease to ``ttl_seconds`` from now; ``False`` when it is not
         the holder (any more)."""
-        who, ttl = codec.check_lease(owner, ttl_seconds)
+        who, ttl = _lease_rules.check_lease(owner, ttl_seconds)
         data = self._open()
         with data.lock:
             self._session(session_id)
@@ -363,7 +363,7 @@ class MemoryStore(ClosingStore):
 
     async def release(self, session_id: str, owner: str) -> bool:
         """Release ``owner``'s live lease; ``False`` when it is not the holder (any more)."""
-        who = codec.check_owner(owner)
+        who = _lease_rules.check_owner(owner)
         data = self._open()
         with data.lock:
             self._session(session_id)
@@ -394,7 +394,7 @@ class MemoryStore(ClosingStore):
         self, session_id: str, records: Iterable[EventRecord]
     ) -> list[EventRecord]:
         """Append records under the store's own ``seq`` (see ``Store``)."""
-        encoded = [codec.encode_event(r) for r in records]
+        encoded = [_rows.encode_event(r) for r in records]
         data = self._open()
         with data.lock:
             record = self._session(session_id)
@@ -402,18 +402,18 @@ class MemoryStore(ClosingStore):
             record.events.extend(encoded)
             if encoded:
                 self._touch(record)
-        return [codec.decode_event(start + i + 1, *e) for i, e in enumerate(encoded)]
+        return [_rows.decode_event(start + i + 1, *e) for i, e in enumerate(encoded)]
 
     async def read_events(
         self, session_id: str, *, after_seq: int = 0, kind_prefix: str = ""
     ) -> list[EventRecord]:
         """The records after ``after_seq`` whose kind starts with ``kind_prefix``."""
-        after, prefix = codec.check_read_args(after_seq, kind_prefix)
+        after, prefix = _rows.check_read_args(after_seq, kind_prefix)
         data = self._open()
         with data.lock:
             events = self._session(session_id).events[after:]
         return [
-            codec.decode_event(after + i + 1, *e)
+            _rows.decode_event(after + i + 1, *e)
             for i, e in enumerate(events)
             if e[1].startswith(prefix)
         ]
@@ -426,9 +426,9 @@ def _extend(rows: list[str], start: int | None, new: Sequence[str]) -> None:
     rows.extend(new)
 
 
-def _merge_queue(record: _Session, incoming: list[codec.QueueRow]) -> None:
+def _merge_queue(record: _Session, incoming: list[_rows.QueueRow]) -> None:
     for row in incoming:
-        merged = codec.merge_row(record.row(row.id), row)
+        merged = _queue_rules.merge_row(record.row(row.id), row)
         if merged is None:
             continue
         if merged.status == "pending":

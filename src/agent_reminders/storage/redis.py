@@ -25,8 +25,8 @@ right after each write, as a separate command, because a Cluster script cannot s
 
 Writes that read before they write (``save_session``, ``append_messages``,
 ``save_reminders``, ``revoke``) decide in Python with the same rules as every backend
-(``_codec``) and apply the result with a script that first checks that what they read is
-unchanged, retrying otherwise: atomic without a second copy of the rules in Lua.
+(``_rows``, ``_queue_rules``) and apply the result with a script that first checks that what
+they read is unchanged, retrying otherwise: atomic without a second copy of the rules in Lua.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
 from ..state import SessionState
-from . import _codec as codec
+from . import _lease_rules, _queue_rules, _rows, _save_plan
 from ._wake import check_timeout
 from .base import (
     ClosingStore,
@@ -283,21 +283,21 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _item_text(row: codec.QueueRow) -> str:
+def _item_text(row: _rows.QueueRow) -> str:
     """The stored form of a pending item (``P:s:{SID}:items``)."""
     assert row.payload is not None
-    kind, mode = codec.dumps(row.kind), codec.dumps(row.mode)
+    kind, mode = _rows.dumps(row.kind), _rows.dumps(row.mode)
     return f'{{"kind":{kind},"mode":{mode},"payload":{row.payload}}}'
 
 
-def _pending_row(item_id: str, text: str) -> codec.QueueRow:
+def _pending_row(item_id: str, text: str) -> _rows.QueueRow:
     doc = json.loads(text)
-    return codec.QueueRow(
+    return _rows.QueueRow(
         id=item_id,
         status="pending",
         kind=doc["kind"],
         mode=doc["mode"],
-        payload=codec.dumps(doc["payload"]),
+        payload=_rows.dumps(doc["payload"]),
     )
 
 
@@ -394,7 +394,7 @@ class RedisStore(ClosingStore):
             }.items()
         }
         self._touch_script = client.register_script(_TOUCH)
-        self._memo = codec.Memo()
+        self._memo = _save_plan.Memo()
         self._index = f"{prefix}:i:{{index}}:sessions"
         self._index_clock = f"{prefix}:i:{{index}}:clock"
 
@@ -427,12 +427,12 @@ class RedisStore(ClosingStore):
         """The keys of one session by part (``session``, ``messages``, ``queue``, ``items``,
         ``modes``, ``ids``, ``events``, ``lease``, ``audit``), each hash-tagged
         ``{session_id}``."""
-        base = f"{self.prefix}:s:{{{codec.check_session_id(session_id)}}}"
+        base = f"{self.prefix}:s:{{{_rows.check_session_id(session_id)}}}"
         return {part: f"{base}:{part}" for part in _PARTS}
 
     def wake_channel(self, session_id: str) -> str:
         """The pub/sub channel an ``enqueue`` publishes to (the item's mode is the message)."""
-        return f"{self.prefix}:s:{{{codec.check_session_id(session_id)}}}:wake"
+        return f"{self.prefix}:s:{{{_rows.check_session_id(session_id)}}}:wake"
 
     def index_keys(self) -> tuple[str, str]:
         """The two keys outside any session: the activity sorted set and its counter."""
@@ -477,7 +477,7 @@ class RedisStore(ClosingStore):
             raise UnknownSessionError(session_id)
         return found[1:]
 
-    def _item(self, row: codec.QueueRow) -> QueueItem:
+    def _item(self, row: _rows.QueueRow) -> QueueItem:
         try:
             return row.item()
         except AgentRemindersError as exc:
@@ -495,8 +495,8 @@ class RedisStore(ClosingStore):
 
     async def create_session(self, state: SessionState) -> None:
         """Store a new session (see ``Store``)."""
-        plan = await anyio.to_thread.run_sync(codec.plan_save, state, None)
-        writes = plan.against(0, 0, codec.EMPTY_DIGEST)
+        plan = await anyio.to_thread.run_sync(_save_plan.plan_save, state, None)
+        writes = plan.against(0, 0, _rows.EMPTY_DIGEST)
         args: list[Arg] = [
             plan.head,
             plan.turn,
@@ -537,7 +537,7 @@ class RedisStore(ClosingStore):
             try:
                 pending = [_pending_row(i, items[i]) for i in queue]
                 settled = [(i, s) for i, s in ids.items() if s in ("delivered", "revoked")]
-                state = codec.join_state(_text(head), messages, audit, pending, settled)
+                state = _rows.join_state(_text(head), messages, audit, pending, settled)
             except (StateError, ValueError, KeyError, TypeError) as exc:
                 raise StoreError(
                     f"{self.url}: stored session {session_id!r} cannot be read: {exc}"
@@ -551,8 +551,8 @@ class RedisStore(ClosingStore):
         """Write one turn in one script (see ``Store``): the new messages and audit entries
         appended (all of them, replaced, after a compaction or another writer), the head
         replaced, the queue merged. The JSON is made off the event loop and covers only what
-        the turn added (``_codec.plan_save``)."""
-        plan = await anyio.to_thread.run_sync(codec.plan_save, state, self._memo)
+        the turn added (``_save_plan.plan_save``)."""
+        plan = await anyio.to_thread.run_sync(_save_plan.plan_save, state, self._memo)
         sid = plan.session_id
         merging = (*plan.items, *plan.settled)
         reads: list[tuple[Arg, ...]] = [("HMGET", "session", "revision", "message_count", "digest")]
@@ -568,8 +568,8 @@ class RedisStore(ClosingStore):
                 writes = await anyio.to_thread.run_sync(plan.against, *at)
             rows: list[Arg] = []
             for row, current in zip(merging, statuses, strict=True):
-                now = None if current is None else codec.QueueRow(id=row.id, status=current)
-                merged = codec.merge_row(now, row)
+                now = None if current is None else _rows.QueueRow(id=row.id, status=current)
+                merged = _queue_rules.merge_row(now, row)
                 if merged is None:
                     continue
                 item = _item_text(merged) if merged.status == "pending" else ""
@@ -601,16 +601,16 @@ class RedisStore(ClosingStore):
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         """Append transcript messages (see ``Store``)."""
-        sid = codec.check_session_id(session_id)
-        codec.message_rows(messages, 0)  # validate before talking to the server
+        sid = _rows.check_session_id(session_id)
+        _rows.message_rows(messages, 0)  # validate before talking to the server
         for _ in range(_ATTEMPTS):
             stored, count = await self._read(
                 sid,
                 ("HGET", "session", "digest"),
                 ("HGET", "session", "message_count"),
             )
-            rows = codec.message_rows(messages, int(count))
-            args = [stored, codec.chain(stored, rows), self.clock(), *rows]
+            rows = _rows.message_rows(messages, int(count))
+            args = [stored, _rows.chain(stored, rows), self.clock(), *rows]
             if await self._applied(sid, await self._script("append", sid, args)):
                 return
         raise self._gave_up(sid)
@@ -627,10 +627,10 @@ class RedisStore(ClosingStore):
 
     async def save_reminders(self, session_id: str, reminders: Sequence[Reminder]) -> None:
         """Replace the pending reminders (see ``Store``)."""
-        sid = codec.check_session_id(session_id)
+        sid = _rows.check_session_id(session_id)
         for _ in range(_ATTEMPTS):
             (head,) = await self._read(sid, ("HGET", "session", "head"))
-            new = codec.head_with_reminders(head, reminders)
+            new = _rows.head_with_reminders(head, reminders)
             if await self._applied(sid, await self._script("head", sid, [head, new, self.clock()])):
                 return
         raise self._gave_up(sid)
@@ -694,9 +694,9 @@ class RedisStore(ClosingStore):
     ) -> str:
         """Queue a validated item; in Redis, and announced on the session's channel, before
         this returns."""
-        sid = codec.check_session_id(session_id)
-        row = codec.item_row(item)
-        limit = codec.check_max_pending(max_pending)
+        sid = _rows.check_session_id(session_id)
+        row = _rows.item_row(item)
+        limit = _queue_rules.check_max_pending(max_pending)
         mode = row.mode or ""
         args: list[Arg] = [row.id, mode, _item_text(row), limit or 0, self.clock()]
         args.append(self.wake_channel(sid))
@@ -704,24 +704,24 @@ class RedisStore(ClosingStore):
         if result == "unknown":
             raise UnknownSessionError(sid)
         if result == "duplicate":
-            raise codec.duplicate_id(row.id)
+            raise _queue_rules.duplicate_id(row.id)
         if result == "full":
             assert limit is not None
-            raise codec.queue_full(limit)
+            raise _queue_rules.queue_full(limit)
         await self._touch(sid)
         return row.id
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The pending rows of 04 §3, FIFO."""
-        sid = codec.check_session_id(session_id)
+        sid = _rows.check_session_id(session_id)
         queue, items = await self._read(sid, ("LRANGE", "queue", 0, -1), ("HGETALL", "items"))
-        return codec.pending_rows([self._item(_pending_row(i, items[i])) for i in queue])
+        return _queue_rules.pending_rows([self._item(_pending_row(i, items[i])) for i in queue])
 
     async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
         """Take the pending items of ``modes`` (FIFO) and mark them delivered, in one script:
         two workers draining one session never both take an item."""
-        sid = codec.check_session_id(session_id)
-        wanted = sorted(m.value for m in codec.check_modes(modes))
+        sid = _rows.check_session_id(session_id)
+        wanted = sorted(m.value for m in _queue_rules.check_modes(modes))
         found = await self._script("drain", sid, [self.clock(), *wanted])
         if found[0] == "unknown":
             raise UnknownSessionError(sid)
@@ -733,17 +733,17 @@ class RedisStore(ClosingStore):
 
     async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
         """Revoke a queued reminder (see ``Store``)."""
-        sid = codec.check_session_id(session_id)
+        sid = _rows.check_session_id(session_id)
         probe = reminder_id if isinstance(reminder_id, str) else ""
         for _ in range(_ATTEMPTS):
             status, text = await self._read(sid, ("HGET", "ids", probe), ("HGET", "items", probe))
-            rid = codec.check_revoke_id(reminder_id)
+            rid = _queue_rules.check_revoke_id(reminder_id)
             row = None
             if status == "pending" and text is not None:
                 row = _pending_row(rid, text)
             elif status is not None:
-                row = codec.QueueRow(id=rid, status=status)
-            if codec.revoke_status(row, rid) == "already_revoked":
+                row = _rows.QueueRow(id=rid, status=status)
+            if _queue_rules.revoke_status(row, rid) == "already_revoked":
                 return "already_revoked"
             result = await self._script("revoke", sid, [rid, self.clock()])
             if result == "unknown":
@@ -778,8 +778,9 @@ class RedisStore(ClosingStore):
         publishes there, so the wait ends as soon as an item is queued. Without a message it
         looks again every ``poll_interval`` seconds (a safety net only).
         """
-        sid = codec.check_session_id(session_id)
-        wanted = None if modes is None else frozenset(m.value for m in codec.check_modes(modes))
+        sid = _rows.check_session_id(session_id)
+        checked = None if modes is None else _queue_rules.check_modes(modes)
+        wanted = None if checked is None else frozenset(m.value for m in checked)
         limit = check_timeout(timeout)
         if await self._has_items(sid, wanted, ignore):
             return True
@@ -818,9 +819,9 @@ class RedisStore(ClosingStore):
         """Claim the session for ``owner`` (``SET NX PX``; with ``replace``, a compare-and-set
         from that owner): ``None`` when claimed, else the owner holding it (see ``Store``).
         Expiry is kept by the Redis server."""
-        sid = codec.check_session_id(session_id)
-        who, ttl = codec.check_lease(owner, ttl_seconds)
-        gone = codec.check_replace(replace) or ""
+        sid = _rows.check_session_id(session_id)
+        who, ttl = _lease_rules.check_lease(owner, ttl_seconds)
+        gone = _lease_rules.check_replace(replace) or ""
         found = await self._script("claim", sid, [who, _milliseconds(ttl), gone])
         if found[0] == "unknown":
             raise UnknownSessionError(sid)
@@ -829,21 +830,21 @@ class RedisStore(ClosingStore):
     async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
         """Extend ``owner``'s lease to ``ttl_seconds`` from now; ``False`` when it is not the
         holder (any more)."""
-        sid = codec.check_session_id(session_id)
-        who, ttl = codec.check_lease(owner, ttl_seconds)
+        sid = _rows.check_session_id(session_id)
+        who, ttl = _lease_rules.check_lease(owner, ttl_seconds)
         return self._lease_result(sid, await self._script("renew", sid, [who, _milliseconds(ttl)]))
 
     async def release(self, session_id: str, owner: str) -> bool:
         """Release ``owner``'s lease (compare-and-delete); ``False`` when it is not the holder
         (any more) — another owner's lease is never touched."""
-        sid = codec.check_session_id(session_id)
-        who = codec.check_owner(owner)
+        sid = _rows.check_session_id(session_id)
+        who = _lease_rules.check_owner(owner)
         return self._lease_result(sid, await self._script("release", sid, [who]))
 
     async def lease(self, session_id: str) -> Lease | None:
         """The live lease on the session (its owner, and its time left on the Redis
         server's clock), else ``None``."""
-        sid = codec.check_session_id(session_id)
+        sid = _rows.check_session_id(session_id)
         owner, left = await self._read(sid, ("GET", "lease"), ("PTTL", "lease"))
         if owner is None or int(left) <= 0:  # PTTL: -2 gone, -1 no expiry (never set so)
             return None
@@ -861,8 +862,8 @@ class RedisStore(ClosingStore):
     ) -> list[EventRecord]:
         """Append records to the session's stream under the store's own ``seq`` (the entry
         id is ``<seq>-0``); returns them so numbered."""
-        sid = codec.check_session_id(session_id)
-        encoded = [codec.encode_event(r) for r in records]
+        sid = _rows.check_session_id(session_id)
+        encoded = [_rows.encode_event(r) for r in records]
         args: list[Arg] = [self.clock()]
         for event in encoded:
             args += event
@@ -871,17 +872,17 @@ class RedisStore(ClosingStore):
             raise UnknownSessionError(sid)
         if encoded:
             await self._touch(sid)
-        return [codec.decode_event(start + i + 1, *e) for i, e in enumerate(encoded)]
+        return [_rows.decode_event(start + i + 1, *e) for i, e in enumerate(encoded)]
 
     async def read_events(
         self, session_id: str, *, after_seq: int = 0, kind_prefix: str = ""
     ) -> list[EventRecord]:
         """The records after ``after_seq`` whose kind starts with ``kind_prefix``, in order."""
-        sid = codec.check_session_id(session_id)
-        after, prefix = codec.check_read_args(after_seq, kind_prefix)
+        sid = _rows.check_session_id(session_id)
+        after, prefix = _rows.check_read_args(after_seq, kind_prefix)
         (entries,) = await self._read(sid, ("XRANGE", "events", f"{after + 1}-0", "+"))
         return [
-            codec.decode_event(_seq(entry_id), f["topic"], f["kind"], f["payload"])
+            _rows.decode_event(_seq(entry_id), f["topic"], f["kind"], f["payload"])
             for entry_id, f in entries
             if f["kind"].startswith(prefix)
         ]

@@ -1,7 +1,7 @@
 """The file under a ``SQLiteStore``: how it is opened (to write, or only to read), checked for
 damage, and closed without being written, and what SQLite's failures mean in words.
 
-Kept apart from ``sqlite.py`` (the store's queries) because none of it knows the schema.
+Kept apart from the store's queries and its schema because none of it knows the schema.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
-from .._core.errors import ConfigError, StoreError
+from ..._core.errors import ConfigError, StoreError
 
 __all__ = [
     "CHECK_LIMIT_BYTES",

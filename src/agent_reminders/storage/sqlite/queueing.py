@@ -1,0 +1,243 @@
+"""The injection queue and the leases of a ``SQLiteStore``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Container, Iterable, Sequence
+from typing import Any
+
+from ..._core.records import DeliveryMode
+from ...queue import QueueItem
+from .. import _lease_rules, _queue_rules, _rows
+from ..base import Lease, RevokeStatus, UnknownSessionError
+from ..thread import Call
+from . import sql
+from .connection import SQLiteConnection
+
+
+class SQLiteQueue(SQLiteConnection):
+    """``enqueue``, ``pending``, ``drain``, ``revoke``, ``wait_for_items`` and the leases
+    (``claim``, ``renew``, ``release``, ``lease``) of ``SQLiteStore``, each one transaction."""
+
+    poll_interval: float
+    _pending: sql.PendingCounts
+
+    async def enqueue(
+        self, session_id: str, item: QueueItem, *, max_pending: int | None = None
+    ) -> str:
+        """Queue a validated item; committed to the file before this returns.
+
+        Concurrent calls from one event loop share a transaction (group commit): each waits
+        for the commit that holds its own row, and a refused item (unknown session, id
+        already used, queue full) fails only its own call.
+        """
+        sid = _rows.check_session_id(session_id)
+        row = _rows.item_row(item)
+        await self._thread.run_grouped(
+            self._enqueue_group, sql.Enqueue(sid, row, _queue_rules.check_max_pending(max_pending))
+        )
+        self._waiters.notify(sid)
+        return row.id
+
+    def _enqueue_group(self, calls: Sequence[Call[Any]]) -> None:
+        self._on_db(lambda db: self._enqueue_all(db, calls))
+
+    def _enqueue_all(self, db: sqlite3.Connection, calls: Sequence[Call[Any]]) -> None:
+        """Insert the rows of ``calls`` (each call's ``arg`` an ``sql.Enqueue``) in one
+        transaction.
+
+        A refused row (unknown session, id already used, queue full) is left out and fails
+        only its own call. A group costs a handful of statements whatever its size — the
+        counter and the file's version, the checks, the inserts (one statement per
+        ``sql.CHUNK`` rows), the counter's new value — because each statement gives up the GIL
+        and must win it back from the event loop; and one row and one index entry per item,
+        the pages a commit writes."""
+        jobs: list[sql.Enqueue] = [call.arg for call in calls]
+        with self._transaction(db):
+            last, version = db.execute(sql.ACTIVITY_AND_VERSION).fetchone()
+            counts = self._pending.take(db, version)
+            refused = sql.refused(db, jobs)
+            limited = {j.session_id for j in jobs if j.limit is not None} - counts.keys()
+            counts.update(sql.pending_counts(db, sorted(limited)))
+            accepted: list[sql.Enqueue] = []
+            seen: set[tuple[str, str]] = set()
+            for job, call in zip(jobs, calls, strict=True):
+                sid, key = job.session_id, (job.session_id, job.row.id)
+                if key in refused:
+                    unknown = refused[key]
+                    call.error = (
+                        UnknownSessionError(sid) if unknown else _queue_rules.duplicate_id(key[1])
+                    )
+                elif key in seen:
+                    call.error = _queue_rules.duplicate_id(job.row.id)
+                elif job.limit is not None and counts[sid] >= job.limit:
+                    call.error = _queue_rules.queue_full(job.limit)
+                else:
+                    seen.add(key)
+                    accepted.append(job)
+                    if sid in counts:
+                        counts[sid] += 1
+            if accepted:
+                # the counter was read with the version above: taken here without reading
+                entries = [(j.session_id, j.row) for j in accepted]
+                sql.queue_pending(db, entries, last + 1, self.clock(), skip=False)
+                db.execute("UPDATE activity SET last = ?", (last + len(accepted),))
+        self._pending.keep(db, version)
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The pending rows ``session/pending_injections`` reports, FIFO."""
+        sid = _rows.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> list[QueueItem]:
+            with self._transaction(db, write=False):
+                self._exists(db, sid)
+                return [self._item(r) for r in sql.pending_rows(db, sid)]
+
+        return _queue_rules.pending_rows(await self._call(run))
+
+    async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
+        """Take the pending items of ``modes`` and mark them delivered, in one transaction."""
+        sid = _rows.check_session_id(session_id)
+        wanted = sorted(m.value for m in _queue_rules.check_modes(modes))
+
+        def run(db: sqlite3.Connection) -> list[QueueItem]:
+            with self._transaction(db):
+                self._exists(db, sid)
+                if not wanted:
+                    return []
+                marks = ", ".join("?" for _ in wanted)
+                found = [
+                    sql.pending_row(r)
+                    for r in db.execute(
+                        f"{sql.PENDING} AND mode IN ({marks}) ORDER BY seq", (sid, *wanted)
+                    )
+                ]
+                items = [self._item(r) for r in found]
+                sql.settle(db, sid, [r.id for r in found], "delivered")
+                if items:
+                    self._touch(db, sid)
+                return items
+
+        return await self._call(run)
+
+    async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
+        """Revoke a queued reminder (see ``Store``)."""
+        sid = _rows.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> RevokeStatus:
+            with self._transaction(db):
+                self._exists(db, sid)
+                rid = _queue_rules.check_revoke_id(reminder_id)
+                found = db.execute(f"{sql.PENDING} AND item_id = ?", (sid, rid)).fetchone()
+                row = sql.settled_row(db, sid, rid) if found is None else sql.pending_row(found)
+                status = _queue_rules.revoke_status(row, rid)
+                if status == "revoked":
+                    sql.settle(db, sid, [rid], "revoked")
+                    self._touch(db, sid)
+                return status
+
+        return await self._call(run)
+
+    async def wait_for_items(
+        self,
+        session_id: str,
+        timeout: float,
+        *,
+        modes: Iterable[DeliveryMode | str] | None = None,
+        ignore: Container[str] = (),
+    ) -> bool:
+        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        ``timeout`` seconds.
+
+        Woken at once by an ``enqueue`` through this store object; items queued by other
+        objects or processes are seen within ``poll_interval``.
+        """
+        sid = _rows.check_session_id(session_id)
+        wanted = None if modes is None else sorted(m.value for m in _queue_rules.check_modes(modes))
+
+        def look(db: sqlite3.Connection) -> bool:
+            self._exists(db, sid)
+            sql = "SELECT item_id FROM pending WHERE session_id = ?"
+            args: list[str] = [sid]
+            if wanted is not None:
+                sql += f" AND mode IN ({', '.join('?' for _ in wanted)})"
+                args += wanted
+            return any(row[0] not in ignore for row in db.execute(sql, args))
+
+        async def check() -> bool:
+            return await self._call(look)
+
+        return await self._waiters.wait(sid, timeout, check, poll=self.poll_interval)
+
+    # -- leases -----------------------------------------------------------------------------
+
+    async def claim(
+        self, session_id: str, owner: str, ttl_seconds: float, *, replace: str | None = None
+    ) -> str | None:
+        """Claim the session for ``owner`` for ``ttl_seconds`` (taking it from ``replace``
+        if that owner holds it, under the write lock): ``None`` when claimed, else the owner
+        holding it (see ``Store``). Expiry is read on this store's ``clock``."""
+        sid = _rows.check_session_id(session_id)
+        who, ttl = _lease_rules.check_lease(owner, ttl_seconds)
+        gone = _lease_rules.check_replace(replace)
+
+        def run(db: sqlite3.Connection) -> str | None:
+            with self._transaction(db):
+                self._exists(db, sid)
+                now = self.clock()
+                held = sql.live_lease(db, sid, now)
+                if held is not None and held[0] != gone:
+                    return held[0]
+                db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (sid, who, now + ttl))
+                return None
+
+        return await self._call(run)
+
+    async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
+        """Extend ``owner``'s live lease to ``ttl_seconds`` from now; ``False`` when it is not
+        the holder (any more)."""
+        sid = _rows.check_session_id(session_id)
+        who, ttl = _lease_rules.check_lease(owner, ttl_seconds)
+
+        def run(db: sqlite3.Connection) -> bool:
+            with self._transaction(db):
+                self._exists(db, sid)
+                now = self.clock()
+                done = db.execute(
+                    "UPDATE leases SET expires_at = ? "
+                    "WHERE session_id = ? AND owner = ? AND expires_at > ?",
+                    (now + ttl, sid, who, now),
+                )
+                return done.rowcount > 0
+
+        return await self._call(run)
+
+    async def release(self, session_id: str, owner: str) -> bool:
+        """Release ``owner``'s live lease; ``False`` when it is not the holder (any more)."""
+        sid = _rows.check_session_id(session_id)
+        who = _lease_rules.check_owner(owner)
+
+        def run(db: sqlite3.Connection) -> bool:
+            with self._transaction(db):
+                self._exists(db, sid)
+                done = db.execute(
+                    "DELETE FROM leases WHERE session_id = ? AND owner = ? AND expires_at > ?",
+                    (sid, who, self.clock()),
+                )
+                return done.rowcount > 0
+
+        return await self._call(run)
+
+    async def lease(self, session_id: str) -> Lease | None:
+        """The live lease on the session (its owner and seconds left on this store's
+        ``clock``), else ``None``."""
+        sid = _rows.check_session_id(session_id)
+
+        def run(db: sqlite3.Connection) -> Lease | None:
+            with self._transaction(db, write=False):
+                self._exists(db, sid)
+                now = self.clock()
+                held = sql.live_lease(db, sid, now)
+            return None if held is None else Lease(owner=held[0], expires_in=held[1] - now)
+
+        return await self._call(run)
