@@ -1,4 +1,4 @@
-"""The WebSocket transport (spec 04 §1): one JSON-RPC message per text frame.
+"""The WebSocket transport: one JSON-RPC message per text frame.
 
 Authentication happens before the upgrade: no valid ``Authorization: Bearer <token>`` → HTTP
 401 and no socket (a token in the query string does not count); an ``Origin`` outside
@@ -26,9 +26,11 @@ from http import HTTPStatus
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from .acp import LONG_RUNNING_METHODS, Bridge, Connection
-from .auth import find_token
+from .auth import Scope, find_token
+from .config import BridgeSettings
 from .dispatcher import Dispatcher, encode
 from .limits import TokenBucket
 
@@ -115,11 +117,9 @@ async def serve_ws(
     """Serve ``bridge`` on ``ws://host:port/`` until cancelled; ``ready(port)`` is called once
     listening (``port=0`` picks a free one)."""
     server = _websockets()
-    from websockets.exceptions import ConnectionClosed
-
     settings = bridge.settings
     dispatcher = Dispatcher(bridge.methods, max_frame_bytes=settings.max_frame_bytes)
-    scopes: dict[int, Any] = {}
+    scopes: dict[int, Scope] = {}
 
     def check(connection: Any, request: Any) -> Any:
         # get_all, never get: get raises on a repeated header (a 500 and a traceback), and a
@@ -135,100 +135,7 @@ async def serve_ws(
         return None
 
     async def handler(ws: Any) -> None:
-        scope = scopes.pop(id(ws))
-        # a bounded send queue, in messages and in bytes, for what cannot be written at once:
-        # a reader too slow to keep up is disconnected, never buffered without bound (04 §5)
-        outbox, pending = anyio.create_memory_object_stream[str](settings.max_send_queue)
-        queued = 0  # bytes in the outbox or being written by the writer
-        ending: list[tuple[int, str]] = []  # the close code and reason, once we end it
-        last_frame = time.monotonic()
-
-        def stop(code: int, reason: str, why: str) -> None:
-            if not ending:
-                log.warning("closing a WebSocket connection: %s", why)
-                ending.append((code, reason))
-            tg.cancel_scope.cancel()
-
-        async def send(text: str) -> None:
-            nonlocal queued
-            if queued == 0 and ws.transport.get_write_buffer_size() + len(text) <= _DIRECT_BYTES:
-                # nothing is ahead of it and the write stays under websockets' low-water mark:
-                # ws.send writes it and returns without waiting, so no timeout is needed
-                try:
-                    await ws.send(text)
-                except ConnectionClosed:  # the client went away: nothing left to serve
-                    log.debug("websocket connection ended while sending", exc_info=True)
-                    tg.cancel_scope.cancel()
-                return
-            if queued >= settings.max_send_queue_bytes:
-                stop(POLICY_VIOLATION, "send queue full", "its send queue is full (bytes)")
-                return
-            try:
-                outbox.send_nowait(text)
-            except anyio.WouldBlock:
-                stop(POLICY_VIOLATION, "send queue full", "its send queue is full")
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
-            else:
-                queued += len(text)  # frames are ASCII: characters are bytes
-
-        async def writer() -> None:
-            nonlocal queued
-            async with pending:
-                async for text in pending:
-                    # websockets waits for the TCP buffer to drain, without a limit: a client
-                    # that stops reading would hold this connection (and its queue) forever
-                    with anyio.move_on_after(settings.send_timeout_seconds) as sending:
-                        await ws.send(text)
-                    queued -= len(text)
-                    if sending.cancelled_caught:
-                        stop(POLICY_VIOLATION, "send timed out", "the client stopped reading")
-                        return
-
-        async def idle() -> None:
-            # one timer per connection, moved on by every frame that arrives
-            while (left := last_frame + settings.idle_timeout_seconds - time.monotonic()) > 0:
-                await anyio.sleep(left)
-            log.info("closing an idle WebSocket connection")
-            tg.cancel_scope.cancel()
-
-        async def notify(method: str, params: dict[str, Any]) -> None:
-            await send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
-
-        connection = Connection(
-            notify=notify,
-            grant=scope.grant,
-            scope=scope,
-            limiter=TokenBucket(settings.rate_per_second),
-        )
-
-        async def answer(message: Any) -> None:
-            if ending:  # started before the connection was given up: nothing to answer
-                return
-            reply = await dispatcher.answer(message, connection, limiter=connection.limiter)
-            if reply is not None:
-                await send(reply)
-
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(writer)
-                tg.start_soon(idle)
-                while True:
-                    frame = await ws.recv()
-                    last_frame = time.monotonic()
-                    message, refusal = dispatcher.decode(frame)
-                    if refusal is not None:
-                        await send(refusal)
-                    elif _runs_long(message):
-                        tg.start_soon(answer, message)  # the next frame may be its cancel
-                    else:
-                        await answer(message)  # replies in order, no task per frame
-        except Exception:  # a client going away mid-reply ends only its own connection
-            log.debug("websocket connection ended", exc_info=True)
-        finally:
-            outbox.close()
-            code, reason = ending[0] if ending else (1000, "")
-            await _close(ws, code, reason, settings.send_timeout_seconds)
+        await _WsConnection(ws, scopes.pop(id(ws)), settings, dispatcher).serve()
 
     async with server.serve(
         handler,
@@ -246,3 +153,128 @@ async def serve_ws(
             if result is not None:
                 await result
         await running.serve_forever()
+
+
+class _WsConnection:
+    """One client's WebSocket connection, after its upgrade was allowed: the read loop, the
+    writer of its send queue, its idle timer, and what they share.
+
+    A bounded send queue, in messages and in bytes, holds what cannot be written at once: a
+    reader too slow to keep up is disconnected, never buffered without bound.
+    """
+
+    def __init__(
+        self, ws: Any, scope: Scope, settings: BridgeSettings, dispatcher: Dispatcher
+    ) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        self.ws = ws
+        self.settings = settings
+        self.dispatcher = dispatcher
+        self._closed_error: type[Exception] = ConnectionClosed
+        self.outbox, self.pending = anyio.create_memory_object_stream[str](settings.max_send_queue)
+        self.queued = 0  # bytes in the outbox or being written by the writer
+        self.ending: list[tuple[int, str]] = []  # the close code and reason, once we end it
+        self.last_frame = time.monotonic()
+        self.tasks: TaskGroup | None = None
+        self.connection = Connection(
+            notify=self.notify,
+            grant=scope.grant,
+            scope=scope,
+            limiter=TokenBucket(settings.rate_per_second),
+        )
+
+    def _cancel(self) -> None:
+        """End the connection: its read loop, writer and timer stop."""
+        assert self.tasks is not None
+        self.tasks.cancel_scope.cancel()
+
+    async def serve(self) -> None:
+        """Read frames and answer them until the client goes or the connection is ended;
+        then the closing handshake."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self.tasks = tg
+                tg.start_soon(self.writer)
+                tg.start_soon(self.idle)
+                while True:
+                    frame = await self.ws.recv()
+                    self.last_frame = time.monotonic()
+                    message, refusal = self.dispatcher.decode(frame)
+                    if refusal is not None:
+                        await self.send(refusal)
+                    elif _runs_long(message):
+                        tg.start_soon(self.answer, message)  # the next frame may be its cancel
+                    else:
+                        await self.answer(message)  # replies in order, no task per frame
+        except Exception:  # a client going away mid-reply ends only its own connection
+            log.debug("websocket connection ended", exc_info=True)
+        finally:
+            self.outbox.close()
+            code, reason = self.ending[0] if self.ending else (1000, "")
+            await _close(self.ws, code, reason, self.settings.send_timeout_seconds)
+
+    def stop(self, code: int, reason: str, why: str) -> None:
+        """Give the connection up, closing it with ``code`` and ``reason``."""
+        if not self.ending:
+            log.warning("closing a WebSocket connection: %s", why)
+            self.ending.append((code, reason))
+        self._cancel()
+
+    async def send(self, text: str) -> None:
+        """Write ``text`` now when nothing waits ahead of it and it fits, else queue it."""
+        ws = self.ws
+        if self.queued == 0 and ws.transport.get_write_buffer_size() + len(text) <= _DIRECT_BYTES:
+            # nothing is ahead of it and the write stays under websockets' low-water mark:
+            # ws.send writes it and returns without waiting, so no timeout is needed
+            try:
+                await ws.send(text)
+            except self._closed_error:  # the client went away: nothing left to serve
+                log.debug("websocket connection ended while sending", exc_info=True)
+                self._cancel()
+            return
+        if self.queued >= self.settings.max_send_queue_bytes:
+            self.stop(POLICY_VIOLATION, "send queue full", "its send queue is full (bytes)")
+            return
+        try:
+            self.outbox.send_nowait(text)
+        except anyio.WouldBlock:
+            self.stop(POLICY_VIOLATION, "send queue full", "its send queue is full")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        else:
+            self.queued += len(text)  # frames are ASCII: characters are bytes
+
+    async def writer(self) -> None:
+        """Write the queued frames in order, giving up on a client that stops reading."""
+        async with self.pending:
+            async for text in self.pending:
+                # websockets waits for the TCP buffer to drain, without a limit: a client
+                # that stops reading would hold this connection (and its queue) forever
+                with anyio.move_on_after(self.settings.send_timeout_seconds) as sending:
+                    await self.ws.send(text)
+                self.queued -= len(text)
+                if sending.cancelled_caught:
+                    self.stop(POLICY_VIOLATION, "send timed out", "the client stopped reading")
+                    return
+
+    async def idle(self) -> None:
+        """One timer per connection, moved on by every frame that arrives."""
+        timeout = self.settings.idle_timeout_seconds
+        while (left := self.last_frame + timeout - time.monotonic()) > 0:
+            await anyio.sleep(left)
+        log.info("closing an idle WebSocket connection")
+        self._cancel()
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a JSON-RPC notification."""
+        await self.send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    async def answer(self, message: Any) -> None:
+        """Answer one decoded message (a request, a notification or a batch)."""
+        if self.ending:  # started before the connection was given up: nothing to answer
+            return
+        connection = self.connection
+        reply = await self.dispatcher.answer(message, connection, limiter=connection.limiter)
+        if reply is not None:
+            await self.send(reply)
