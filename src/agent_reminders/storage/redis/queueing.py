@@ -54,7 +54,7 @@ class RedisQueue(RedisConnection):
         return row.id
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
-        """The pending rows of 04 §3, FIFO."""
+        """The pending rows ``session/pending_injections`` reports, FIFO."""
         sid = _rows.check_session_id(session_id)
         queue, items = await self._read(sid, ("LRANGE", "queue", 0, -1), ("HGETALL", "items"))
         return _queue_rules.pending_rows([self._item(pending_row(i, items[i])) for i in queue])
