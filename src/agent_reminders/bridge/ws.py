@@ -1,4 +1,4 @@
-"""The WebSocket transport (spec 04 §1): one JSON-RPC message per text frame.
+"""The WebSocket transport (docs/protocol.md, "WebSocket"): one JSON-RPC message per text frame.
 
 Authentication happens before the upgrade: no valid ``Authorization: Bearer <token>`` → HTTP
 401 and no socket (a token in the query string does not count); an ``Origin`` outside
@@ -137,7 +137,7 @@ async def serve_ws(
     async def handler(ws: Any) -> None:
         scope = scopes.pop(id(ws))
         # a bounded send queue, in messages and in bytes, for what cannot be written at once:
-        # a reader too slow to keep up is disconnected, never buffered without bound (04 §5)
+        # a reader too slow to keep up is disconnected, never buffered without bound
         outbox, pending = anyio.create_memory_object_stream[str](settings.max_send_queue)
         queued = 0  # bytes in the outbox or being written by the writer
         ending: list[tuple[int, str]] = []  # the close code and reason, once we end it
