@@ -22,7 +22,8 @@ Sources of the built-in rows (read 2026-12-03):
 - ``langchain-anthropic``'s model profiles (``data/profile_augmentations.toml``:
   ``mid_conversation_system_messages``, ``mid_conversation_tools``) for the later Claude models.
 - OpenAI: ``developer`` messages at any position of Chat Completions and as Responses input
-  items, ranked above user messages (the model spec's chain of command).
+  items, ranked above user messages (the chain of command of OpenAI's
+  published Model Spec).
 - Gemini: one ``systemInstruction``; no role for an instruction inside ``contents``.
 """
 

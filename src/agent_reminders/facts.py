@@ -1,4 +1,4 @@
-"""Project facts: a SQLite fact store with an FTS5 index ranked by ``bm25()`` (spec 06 §4).
+"""Project facts: a SQLite fact store with an FTS5 index ranked by ``bm25()`` (docs/facts.md).
 
 Example:
     >>> store = FactStore(":memory:")

@@ -2,7 +2,7 @@
 
 A generator has an ``id`` and ``compute(force) -> str | None``, optionally an ``interval``
 (force it when that many calls passed since it last spoke), ``reset()`` and ``authority``.
-A registry keeps them in order; an injector runs them once per model call (spec 03).
+A registry keeps them in order; an injector runs them once per model call (docs/generators.md).
 
 Example:
     >>> reg = GeneratorRegistry()
@@ -200,7 +200,8 @@ class GeneratorState:
 
 
 class GeneratorClock:
-    """The interval clock of spec 03 §2: ``call_count`` and ``last_emitted_at`` per id.
+    """The interval clock (docs/generators.md, "The clock"): ``call_count`` and ``last_emitted_at``
+    per id.
 
     ``collect()`` runs the generators once; ``delivered(emissions)`` advances the clocks of
     the texts that were actually delivered — a text that never reached the model leaves its

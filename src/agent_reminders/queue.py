@@ -1,9 +1,10 @@
 """The injection queue: user messages and reminders pushed by a host, drained at loop seams.
 
-Items wait in FIFO order until a seam that serves their delivery mode drains them (spec 02 §4).
+Items wait in FIFO order until a seam that serves their delivery mode drains them
+(docs/session-loop.md, "Seams and delivery modes").
 The queue never merges items; dedupe happens in the transcript when a reminder is injected.
-Validation of reminder payloads follows the bridge rules (spec 04 §3), so the bridge can sit on
-this queue unchanged.
+Validation of reminder payloads follows the checks of the bridge's ``session/remind``
+(docs/protocol.md), so the bridge can sit on this queue unchanged.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ._core.fields import (
     MAX_META_BYTES,
     MAX_TAG_BYTES,
     MAX_TAGS,
-    PAYLOAD_KEYS,
     Authority,
     coerce_enum,
     over_limit,
@@ -50,7 +50,6 @@ __all__ = [
     "QueueError",
     "QueueItem",
     "QueueState",
-    "REMINDER_PAYLOAD_KEYS",
     "normalize_mode",
     "unchanged_since_made",
     "validate_reminder_payload",
@@ -66,10 +65,6 @@ MODE_ALIASES: dict[str, DeliveryMode] = {
     "queue": DeliveryMode.AUDIT_ONLY,
     "wait_for_completion": DeliveryMode.AUDIT_ONLY,
 }
-
-
-# The keys a pushed reminder may carry (spec 04 §3; the field table decides).
-REMINDER_PAYLOAD_KEYS: frozenset[str] = PAYLOAD_KEYS
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +83,7 @@ class QueueItem:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QueueState:
-    """Everything a queue holds: the pending ``items`` (FIFO) and the ids it remembers.
+    """Everything a queue holds: the queued ``items`` (FIFO) and the ids it remembers.
 
     Part of ``SessionState``: ``InjectionQueue.state()`` makes one and
     ``InjectionQueue.from_state(state)`` continues from it. Delivered and revoked ids are
@@ -291,7 +286,8 @@ class InjectionQueue:
         )
 
     def pending(self) -> list[dict[str, Any]]:
-        """The queued items in FIFO order as rows (spec 04 §3), ``position`` from 0."""
+        """The queued items in FIFO order as ``session/pending_injections`` rows, ``position``
+        from 0."""
         with self._lock:
             items = list(self._items)
         return [_row(item, position) for position, item in enumerate(items)]
@@ -348,7 +344,7 @@ class InjectionQueue:
         return frozenset(self._revoked)
 
     def state(self) -> QueueState:
-        """A snapshot of the pending items and the delivered and revoked ids.
+        """A snapshot of the queued items and the delivered and revoked ids.
 
         Example:
             >>> q = InjectionQueue()

@@ -111,7 +111,7 @@ class Session:
     it would have sent had it never stopped.
 
     ``store`` is reserved and must be ``None``: stores persist ``session.state()`` through
-    their own API (spec 06), so a session never writes to one behind the caller's back.
+    their own API (docs/storage.md), so a session never writes to one behind the caller's back.
 
     ``id_factory`` (default: time-ordered UUIDv7) makes the ids of everything the session
     creates — reminders, queue items and, when ``session_id`` is not given, its own id.
@@ -163,8 +163,8 @@ class Session:
         if store is not None:
             raise ConfigError(
                 "store= must be None: a session does not write to a store itself; save "
-                "session.state() with the store's own API (spec 06) and restore it with "
-                "Session.from_state"
+                "session.state() with the store's own API (see docs/storage.md) and restore it "
+                "with Session.from_state"
             )
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be callable")
@@ -456,7 +456,7 @@ class Session:
         with ``{archived_messages, summary, preserved_count, expired_count, deduped_count}``.
 
         ``archived_messages`` is the count to report when the history that was compacted is
-        kept elsewhere (a framework's own, spec 05 §3); by default it is the number of this
+        kept elsewhere (a framework's own history); by default it is the number of this
         transcript's messages the compaction archived.
         """
         if archived_messages is not None and (

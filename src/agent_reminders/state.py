@@ -1,7 +1,7 @@
 """``SessionState``: everything a session is, as one frozen record with a versioned JSON form.
 
 ``Session.state()`` makes one, ``Session.from_state(state, ...)`` continues from one; stores
-(spec 06) persist ``state.to_json()``. The JSON document is deterministic — the same state
+(docs/storage.md) persist ``state.to_json()``. The JSON document is deterministic — the same state
 always gives the same bytes: keys of the document's own records are sorted and sets are
 written as sorted lists, while messages keep their key order, because a message is sent to a
 model as it was stored and a reordered key would break a provider's prompt cache.

@@ -1,5 +1,6 @@
 """The envelope, in one place: escaping, rendering, neutralizing, projection, the commit index,
-the append-only commit, and the append-only checker (spec 01 §6-8)."""
+the append-only commit, and the append-only checker (see docs/core.md, "Projection", "The
+envelope" and "Committing an envelope")."""
 
 from __future__ import annotations
 
@@ -412,7 +413,7 @@ def best_by_key(
 
 
 def body_key(body: str) -> str:
-    """The whitespace-normalized body that projection collapses equal bodies by (§6)."""
+    """The whitespace-normalized body that projection collapses equal bodies by."""
     return " ".join(body.split())
 
 

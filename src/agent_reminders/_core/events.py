@@ -93,7 +93,7 @@ class EventLog:
     The log keeps at most ``max_records`` records (default :data:`DEFAULT_MAX_RECORDS`): when
     a new one arrives beyond that, the oldest is dropped and counted in
     :attr:`dropped_count`; ``seq`` keeps counting, so ``records[0].seq - 1 == dropped_count``.
-    Subscribers see every record. A full, durable log is a store's job (spec 06): subscribe
+    Subscribers see every record. A full, durable log is a store's job (docs/storage.md): subscribe
     one to the log, or write each record to a sink as it is emitted.
 
     Example:

@@ -139,7 +139,7 @@ def _deduped(
 
 
 def injected_payload(reminder: Reminder) -> dict[str, Any]:
-    """The reminder fields of an ``injected`` record (spec 01 §10)."""
+    """The reminder fields of an ``injected`` record (docs/core.md, "Lifecycle events")."""
     return event_fields(reminder, INJECTED_EVENT_FIELDS)
 
 
@@ -191,7 +191,8 @@ def inject_reminder(
     untouched.
 
     Raises:
-        ReminderError: ``RMD-001`` / ``RMD-005`` from option validation (see the spec order).
+        ReminderError: ``RMD-001`` / ``RMD-005`` from option validation, in the order of
+            docs/core.md, "Reminder options".
 
     Example:
         >>> done = inject_reminder(Transcript(), {"body": "Tests fail", "ttl_turns": 1})
@@ -216,8 +217,8 @@ def reminder_from_options(
     id: str | None = None,
     body: str | None = None,
 ) -> Reminder:
-    """Build the reminder that validated options describe, with the spec defaults filled in
-    (``body`` replaces the options' body, e.g. for a short repeat)."""
+    """Build the reminder that validated options describe, with the defaults of ``Reminder``'s
+    fields filled in (``body`` replaces the options' body, e.g. for a short repeat)."""
     values = parsed.given()  # valid by construction; options not given take the defaults
     if body is not None:
         values["body"] = check_field("body", body)

@@ -1,4 +1,4 @@
-"""The prompt-cache audit (spec 07): read successive model requests, find every prefix break,
+"""The prompt-cache audit (docs/audit.md): read successive model requests, find every prefix break,
 and measure cache reuse under four cache models.
 
 Example:

@@ -1,4 +1,4 @@
-"""The four prompt-cache models of the audit (spec 07): how many prompt tokens of each request
+"""The four prompt-cache models of the audit (docs/audit.md): how many prompt tokens of each request
 a provider could have read from its cache, given every earlier request.
 
 ``exact``

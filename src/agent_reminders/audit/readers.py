@@ -1,9 +1,9 @@
-"""Reading successive model requests into prompt sequences (spec 07, "`audit` in detail").
+"""Reading successive model requests into prompt sequences (see docs/audit.md, "Formats").
 
 Four formats, detected per file: OpenAI Chat Completions bodies, OpenAI Responses bodies,
-Anthropic Messages bodies and this library's request log (04 §5). Each request becomes one
-:class:`PromptSequence` — the tools, the system prompt and each message as canonical JSON with
-Anthropic ``cache_control`` markers removed (and remembered as breakpoints).
+Anthropic Messages bodies and this library's request log (``serve --request-log``). Each
+request becomes one :class:`PromptSequence` — the tools, the system prompt and each message as
+canonical JSON with Anthropic ``cache_control`` markers removed (and remembered as breakpoints).
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ def _digest(text: str) -> bytes:
 
 
 def block_values(value: Any) -> list[Any]:
-    """The blocks of one prompt-sequence element, counted as in 05 §1: the tools list one block
+    """The blocks of one prompt-sequence element, counted as ``to_anthropic`` counts them for
+    its cache breakpoints: the tools list one block
     per tool, a system list one per block, a message one per content block (a string content,
     or any other value, is one block).
 

@@ -1,5 +1,5 @@
 """The audit itself: prefix breaks and cache figures over successive requests, the report and
-its JSON object and table (spec 07, "`audit` in detail")."""
+its JSON object and table (see docs/audit.md, "The figures")."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def _ratio(part: float, whole: float) -> float:
 @dataclass(frozen=True, slots=True)
 class AuditReport:
     """What :func:`audit_file` / :func:`audit_requests` found; :meth:`to_json` is the
-    ``--json`` object of spec 07.
+    ``--json`` object (docs/audit.md, "The figures").
 
     Attributes:
         format: ``openai_chat``, ``openai_responses``, ``anthropic`` or ``log``.
@@ -188,7 +188,8 @@ class AuditReport:
         return _ratio(self.directive_tokens, self.prompt_tokens)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` object: exactly the keys of spec 07 (ratios rounded to 4 places).
+        """The ``--json`` object: exactly the documented keys, in their order
+        (ratios rounded to 4 places).
 
         Example:
             >>> report = audit_requests([{"messages": [{"role": "user", "content": "hi"}]}],

@@ -1,7 +1,8 @@
-"""The JSON-RPC bridge: an ACP-style agent server with reminder methods (spec 04).
+"""The JSON-RPC bridge: an ACP-style agent server with reminder methods (docs/bridge.md,
+docs/protocol.md).
 
 Needs the ``bridge`` extra for WebSocket (``pip install "agent-reminders[bridge]"``); stdio
-needs nothing beyond the core dependencies. :class:`BridgeClient` is the client side (04 §6).
+needs nothing beyond the core dependencies. :class:`BridgeClient` is the client side.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The ACP methods (spec 04 §2) and the server state they share with the reminder methods.
+"""The ACP methods (docs/protocol.md, "Methods") and the server state they share with the
+reminder methods.
 
 One :class:`Bridge` serves every connection of a process; each connection has its own
 :class:`Connection` (how to notify the client, its grant, what it declared in ``initialize``).
@@ -82,7 +83,7 @@ class Connection:
 
     def visible(self, session_id: str) -> bool:
         """Whether this connection may see the session (a scope refusal looks like a
-        missing session, 04 §5)."""
+        missing session: ``-32004``, so a token cannot probe for sessions outside its scope)."""
         return self.scope is None or self.scope.can_see(session_id)
 
     def check_visible(self, session_id: str) -> None:
@@ -133,9 +134,9 @@ def _prompt_task(prompt: object) -> str | list[dict[str, Any]]:
 class Bridge:
     """The server: a store, a model and the sessions with a running prompt.
 
-    ``worker_id`` names this server as the owner of the sessions it prompts (06 §3; default
-    ``HOST:PID:RANDOM``): a prompt holds the session's lease in the store, so a second
-    worker on the same store answers ``-32006`` with ``data.owner`` naming this one.
+    ``worker_id`` names this server as the owner of the sessions it prompts (docs/storage.md,
+    "Leases"; default ``HOST:PID:RANDOM``): a prompt holds the session's lease in the store, so a
+    second worker on the same store answers ``-32006`` with ``data.owner`` naming this one.
 
     Example:
         >>> import anyio
@@ -198,7 +199,7 @@ class Bridge:
         return handler
 
     async def denied(self, method: str, reason: str, session_id: str | None) -> None:
-        """Record a scope refusal or an authority cap as ``bridge.denied`` (04 §5): on stderr,
+        """Record a scope refusal or an authority cap as ``bridge.denied``: on stderr,
         and in the session's event log when the session exists."""
         payload = {"method": method, "reason": reason, "session_id": session_id}
         log.warning("bridge.denied %s", payload)
@@ -207,10 +208,6 @@ class Bridge:
         record = EventRecord(seq=0, topic="bridge", kind="bridge.denied", payload=payload)
         with contextlib.suppress(UnknownSessionError):
             await self.store.append_events(session_id, [record])
-
-    def new_id(self) -> str:
-        """A session id: 128 random bits as 32 hex digits (04 §2)."""
-        return secrets.token_hex(16)
 
     def validator(self, grant: Authority) -> InjectionQueue:
         """The empty queue that validates items pushed by callers of ``grant`` (one per grant,
@@ -252,12 +249,16 @@ class Bridge:
         }
 
     async def new_session(self, params: object, connection: Connection) -> dict[str, Any]:
-        """``session/new`` → ``{sessionId}`` (:meth:`new_id`), stored before the reply."""
+        """``session/new`` → ``{sessionId}``, stored before the reply: a session id is 128
+        random bits as 32 hex digits, so no caller can guess another's."""
         _object(params, "session/new")
         connection.require_prompt("session/new")
         settings = self.settings
         session = Session(
-            self.new_id(), system=settings.system, channel=settings.channel, nonce=settings.nonce
+            secrets.token_hex(16),
+            system=settings.system,
+            channel=settings.channel,
+            nonce=settings.nonce,
         )
         await self.store.create_session(session.state())
         if connection.scope is not None:
@@ -294,7 +295,7 @@ class Bridge:
         live = LivePrompt()
         self.live[sid] = live
         try:
-            # one worker at a time (06 §3): the store's lease, held while the prompt runs
+            # one worker at a time: the store's lease, held while the prompt runs
             lease = self.settings.lease_seconds
             async with hold_lease(self.store, sid, self.worker_id, lease, lost=live.cancel):
                 session = await self._load(sid)
@@ -326,7 +327,7 @@ def _text(content: object) -> str:
 
 
 def replay_updates(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The ``session/update`` payloads that replay a stored conversation (04 §2).
+    """The ``session/update`` payloads that replay a stored conversation (``session/load``).
 
     Envelope messages (the directives the library committed) are not the person's words and
     are not replayed.

@@ -1,4 +1,4 @@
-"""Token scopes (spec 04 §5): what a WebSocket token may see and do.
+"""Token scopes (docs/protocol.md, "Tokens and scopes"): what a WebSocket token may see and do.
 
 stdio has no scope (``Connection.scope is None``): the parent process is trusted with every
 session and ``contract`` authority.

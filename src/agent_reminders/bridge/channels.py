@@ -1,4 +1,5 @@
-"""The client's side of the bridge transports (spec 04 §1): whole JSON-RPC frames in and out.
+"""The client's side of the bridge transports (docs/protocol.md, "Transports"): whole JSON-RPC
+frames in and out.
 
 ``BridgeClient`` speaks through one :class:`Channel`: a WebSocket connection, newline-delimited
 lines on a pair of byte streams (a ``serve`` child's stdout and stdin), or a ``Bridge`` in the

@@ -1,4 +1,4 @@
-"""``BridgeClient``: an async JSON-RPC 2.0 client for the bridge (spec 04 §6).
+"""``BridgeClient``: an async JSON-RPC 2.0 client for the bridge (docs/bridge.md, "Client").
 
 One client speaks to one server over one of three transports:
 
@@ -132,12 +132,12 @@ class _NotificationIterator:
 
 
 class BridgeClient:
-    """An async JSON-RPC 2.0 client for ``agent-reminders serve`` (spec 04 §6).
+    """An async JSON-RPC 2.0 client for ``agent-reminders serve`` (docs/bridge.md, "Client").
 
     Make one with :meth:`connect_ws`, :meth:`connect_stdio`, :meth:`from_streams` or
     :meth:`in_process`; it is an async context manager that closes on exit. ``request``
-    sends any method; the other methods are the spec's, with snake_case Python arguments and
-    the camelCase params of 04 §2 and §3 on the wire.
+    sends any method; the other methods are the bridge's (docs/protocol.md, "Methods"), with
+    snake_case Python arguments and the protocol's camelCase params on the wire.
 
     Attributes:
         max_frame_bytes: The largest frame this client sends; a larger request raises
@@ -367,7 +367,7 @@ class BridgeClient:
         self._notes.clear()
         return taken
 
-    # -- the spec's methods (04 §2, §3) ----------------------------------------------------------
+    # -- the bridge's methods (docs/protocol.md, "Methods") --------------------------------------
 
     async def initialize(
         self,
@@ -441,7 +441,7 @@ class BridgeClient:
     ) -> str:
         """``session/remind`` → the new reminder's id.
 
-        ``fields`` are the other reminder keys of 04 §3, snake_case as on the wire
+        ``fields`` are the other reminder keys of ``session/remind``, snake_case as on the wire
         (``tags``, ``dedupe_key``, ``ttl_turns``, ``preserve_on_compact``, ``propagate``,
         ``role_hint``, ``authority``, ``id``, ``fired_at_turn``, ``_meta``); the server
         checks them (an error is ``RpcError`` ``-32602`` with the RMD code in
@@ -474,7 +474,8 @@ class BridgeClient:
         return str(result["messageId"])
 
     async def pending(self, session_id: str | None = None) -> list[dict[str, Any]]:
-        """``session/pending_injections`` → its rows (04 §3), FIFO, ``position`` from 0."""
+        """``session/pending_injections`` → its rows (the queued items), FIFO, ``position``
+        from 0."""
         params = {} if session_id is None else {"sessionId": session_id}
         result = await self.request("session/pending_injections", params)
         rows: list[dict[str, Any]] = result["injections"]

@@ -1,4 +1,5 @@
-"""Server settings and the model a ``serve`` process runs (spec 04 §1, §2 and 07)."""
+"""Server settings and the model a ``serve`` process runs (docs/bridge.md, docs/protocol.md,
+"Limits")."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ MIN_LEASE_SECONDS = 0.1
 
 
 def check_lease_seconds(value: object, where: str) -> float:
-    """``lease_seconds`` (04 §1, 06 §3): a finite number of seconds >= ``MIN_LEASE_SECONDS``.
+    """``lease_seconds`` (docs/storage.md, "Leases"): a finite number of seconds
+    >= ``MIN_LEASE_SECONDS``.
 
     Raises:
         ConfigError: naming ``where`` and the value.
@@ -41,7 +43,8 @@ def check_lease_seconds(value: object, where: str) -> float:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BridgeSettings:
-    """What one server is configured with (the ``[server]`` table of 04 §1, and flags).
+    """What one server is configured with (the ``[server]`` table of docs/protocol.md,
+    "Limits", and flags).
 
     Attributes:
         max_iterations: Bounds one ``session/prompt`` (``stopReason: "max_turn_requests"``).
@@ -67,7 +70,7 @@ class BridgeSettings:
         nonce: New sessions put a per-session nonce on every envelope.
         lease_seconds: How long this worker's claim on a session it prompts lasts without
             renewal (renewed every third of it while the prompt runs): a killed worker's
-            sessions can be prompted elsewhere after this long (06 §3).
+            sessions can be prompted elsewhere after this long.
 
     Raises:
         ConfigError: ``lease_seconds`` is not a finite number >= 0.1.
@@ -101,7 +104,7 @@ class BridgeSettings:
             raise ConfigError(f"nonce must be true or false; got {self.nonce!r}")
 
 
-# The [server] keys of 04 §1.
+# The [server] keys (docs/protocol.md, "Limits").
 _SERVER_KEYS = {
     "allowed_origins": list,
     "max_frame_bytes": int,

@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 dispatch shared by every transport (spec 04 §1).
+"""JSON-RPC 2.0 dispatch shared by every transport (docs/protocol.md, "Transports").
 
 A transport hands each frame (one stdio line, one WebSocket text frame) to
 :meth:`Dispatcher.handle_frame` and writes back what it returns, if anything. Requests get

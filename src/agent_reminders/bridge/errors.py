@@ -1,4 +1,5 @@
-"""The one table from the library's errors to JSON-RPC error objects (spec 04 §4).
+"""The one table from the library's errors to JSON-RPC error objects (docs/protocol.md,
+"Errors").
 
 Every transport (stdio, WebSocket) answers through :func:`error_object`; nothing else in the
 bridge picks an error code. An exception outside the table becomes ``-32603`` with a fixed
@@ -127,7 +128,7 @@ class _Mapped:
 
 
 def error_object(exc: BaseException) -> dict[str, Any]:
-    """The JSON-RPC ``error`` member for ``exc`` (spec 04 §4).
+    """The JSON-RPC ``error`` member for ``exc`` (the table of docs/protocol.md, "Errors").
 
     Example:
         >>> from agent_reminders._core.errors import ReminderError

@@ -1,4 +1,4 @@
-"""Request rate limits (spec 04 §5): a token bucket per WebSocket connection."""
+"""Request rate limits (docs/protocol.md, "Limits"): a token bucket per WebSocket connection."""
 
 from __future__ import annotations
 

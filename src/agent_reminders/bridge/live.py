@@ -9,15 +9,16 @@ and when the prompt ends, and the store's ``save_session`` marks the drained ids
 While a prompt runs the live queue is the authority for revoke and pending (an item drained
 into the transcript but not yet saved must already count as delivered).
 
-Items that reach the store some other way — another worker on the same Redis (06 §3), another
-``serve`` process on the same SQLite file, a script calling ``store.enqueue`` — are picked up
-(:meth:`LivePrompt.pick_up`: one ``pending`` read, and a ``load_session`` only when that read
-shows an id the live queue does not know) at two moments: each time the model answers (so
-whatever was acknowledged before the answer is in the next request), and as soon as the store
-wakes the prompt's watcher (:meth:`LivePrompt.watch`: ``wait_for_items`` ignoring what the
-live queue holds — pub/sub on Redis, the store's poll on SQLite), so an item queued while tools
-run reaches the very next seam. The next seam drains them like the rest. A reminder revoked in
-the store meanwhile (through another worker) is dropped from the live queue by the same pick-up.
+Items that reach the store some other way — another worker on the same Redis
+(docs/many-workers.md), another ``serve`` process on the same SQLite file, a script calling
+``store.enqueue`` — are picked up (:meth:`LivePrompt.pick_up`: one ``pending()`` read of the
+queued items, and a ``load_session`` only when that read shows an id the live queue does not
+know) at two moments: each time the model answers (so whatever was acknowledged before the
+answer is in the next request), and as soon as the store wakes the prompt's watcher
+(:meth:`LivePrompt.watch`: ``wait_for_items`` ignoring what the live queue holds — pub/sub on
+Redis, the store's poll on SQLite), so an item queued while tools run reaches the very next
+seam. The next seam drains them like the rest. A reminder revoked in the store meanwhile
+(through another worker) is dropped from the live queue by the same pick-up.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The reminder methods (spec 04 §3), each under its plain and its ``_``-prefixed name.
+"""The reminder methods (docs/protocol.md, "Methods"), each under its plain and its
+``_``-prefixed name.
 
 Validation is the injection queue's own (``InjectionQueue.reminder_item`` / ``user_item``,
-what ``remind`` / ``inject`` queue: the one implementation of 04 §3's check order): the
+what ``remind`` / ``inject`` queue: the one implementation of ``session/remind``'s check order): the
 bridge's empty queue for the caller's grant (``Bridge.validator``) validates and builds the
 item, the store makes it durable, and only then does the client get its id.
 """

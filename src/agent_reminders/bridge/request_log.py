@@ -1,4 +1,4 @@
-"""The request log (spec 04 §5): one JSON line per model request, for audits and tests.
+"""The request log (``serve --request-log``, docs/audit.md, "Formats"): one JSON line per model request, for audits and tests.
 
 ``serve --request-log FILE`` and ``agent-reminders demo`` write it; ``agent-reminders audit``
 reads it. Each line is ``{"session_id", "turn", "system", "messages"}`` with neutral messages.

@@ -1,4 +1,4 @@
-"""The stdio transport (spec 04 §1): newline-delimited JSON-RPC on stdin/stdout.
+"""The stdio transport (docs/protocol.md, "stdio"): newline-delimited JSON-RPC on stdin/stdout.
 
 Each line is one frame; replies and notifications are written one per line, whole, under a
 lock, so a prompt's notifications and the replies of other requests never interleave inside

@@ -1,4 +1,4 @@
-"""The WebSocket transport: one JSON-RPC message per text frame.
+"""The WebSocket transport (docs/protocol.md, "WebSocket"): one JSON-RPC message per text frame.
 
 Authentication happens before the upgrade: no valid ``Authorization: Bearer <token>`` → HTTP
 401 and no socket (a token in the query string does not count); an ``Origin`` outside

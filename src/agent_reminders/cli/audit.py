@@ -1,4 +1,5 @@
-"""``agent-reminders audit``: prefix breaks and prompt-cache reuse of a request log (spec 07)."""
+"""``agent-reminders audit``: prefix breaks and prompt-cache reuse of a request log
+(docs/audit.md)."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def audit(
         except OSError as exc:
             raise ConfigError(f"--html {html}: cannot be written ({exc.strerror or exc})") from None
     if as_json:
-        # the keys in the order of spec 07 (emit_json would sort them)
+        # the keys in their documented order (emit_json would sort them)
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         if report.tokenizer_note:
             typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)

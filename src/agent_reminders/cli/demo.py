@@ -1,4 +1,5 @@
-"""``agent-reminders demo``: a scripted coding-agent session, its timeline and its audit (07).
+"""``agent-reminders demo``: a scripted coding-agent session, its timeline and its audit
+(docs/demo.md).
 
 The timeline is ``rich`` on a terminal and plain lines when piped; the request log and the
 HTML report go to ``--out``; the audit summary comes last (``--json``: the audit object only).
@@ -219,7 +220,7 @@ def demo(
     report_path.write_text(render_html(report), encoding="utf-8")
     verdict, held = _verdict(result, report)
     if as_json:
-        # the keys in the order of spec 07, as `audit --json` prints them
+        # the keys in their documented order, as `audit --json` prints them
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         if report.tokenizer_note:
             typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)

@@ -1,4 +1,4 @@
-"""``agent-reminders hook``: Claude Code hooks (spec 05 §4, 07).
+"""``agent-reminders hook``: Claude Code hooks (docs/claude-code.md).
 
 ``hook claude-code`` is the hook command itself (the console entry point runs it without
 loading typer; this registration gives it help and ``--debug``); ``hook install claude-code``

@@ -1,5 +1,5 @@
 """``agent-reminders remind``, ``pending`` and ``revoke``: host reminders from the command line
-(spec 07, 04 §3).
+(docs/bridge.md, "Pushing reminders from the command line"; the checks are ``session/remind``'s).
 
 Two ways to reach a session, one code path: ``--url ws://…`` talks to a running bridge through
 ``BridgeClient.connect_ws`` (token from ``AGENT_REMINDERS_TOKEN``); ``--store URL`` (or the
@@ -140,7 +140,7 @@ async def _call(target: _Target, call: Callable[[BridgeClient, str | None], Awai
         token = os.environ.get(TOKEN_ENV) or None
         async with BridgeClient.connect_ws(target.url, token) as client:
             # the bridge has no "latest session" method: leaving sessionId out asks for its
-            # only session (04 §3)
+            # only session (the one the caller can see; several or none is an error)
             return await call(client, None if target.session == LATEST else target.session)
     async with await open_existing(target.store) as store:
         session_id = target.session

@@ -1,4 +1,4 @@
-"""``agent-reminders serve``: the JSON-RPC bridge over stdio (spec 04, 07)."""
+"""``agent-reminders serve``: the JSON-RPC bridge over stdio (docs/bridge.md)."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ class HostPush:
     """A reminder the host (an editor, CI) pushes into the session's queue.
 
     It is pushed when the loop passes ``seam`` of ``turn`` and delivered at the next seam that
-    serves its ``mode`` (02 §4).
+    serves its ``mode`` (the seam table, ``loop.SEAMS``).
     """
 
     turn: int

@@ -319,7 +319,7 @@ class Recorder:
         self.who: dict[str, str] = {}
         self.sessions: dict[str, Session] = {}
         self.bodies: dict[str, str] = {}
-        self.repeats: set[str] = set()  # ids of short repeats (02 §5)
+        self.repeats: set[str] = set()  # ids of short repeats (see FirePolicy)
 
     def expect(self, session_id: str, who: str) -> None:
         """Record the events of ``session_id`` (a session about to be made) as ``who``."""

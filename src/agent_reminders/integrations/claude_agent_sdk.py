@@ -1,4 +1,4 @@
-"""The library's reminders in the Claude Agent SDK for Python (spec 05 §4).
+"""The library's reminders in the Claude Agent SDK for Python (see docs/claude-code.md).
 
 :func:`reminder_hooks` gives ``ClaudeAgentOptions(hooks=...)`` callbacks that do in process
 what ``agent-reminders hook claude-code`` does as a command — the same event mapping

@@ -1,4 +1,4 @@
-"""The agent loop (spec 02 §3) and its seam table (spec 02 §4)."""
+"""The agent loop and its seam table (docs/session-loop.md, "The loop, step by step")."""
 
 from .run import Cancel, LoopResult, LoopStatus, agent_loop
 from .seams import SEAMS, Seam

@@ -1,4 +1,5 @@
-"""The seam table (spec 02 §4): which delivery modes each loop seam drains.
+"""The seam table: which delivery modes each loop seam drains (docs/session-loop.md, "Seams
+and delivery modes").
 
 The one place this rule lives; the queue, the session and the loop read it from here.
 """

@@ -1,6 +1,7 @@
 """Reminder providers: the registry, the evaluation context and the canonical providers.
 
-``parse_reminder_options`` validates what a provider returns (strict options, spec 01 §3).
+``parse_reminder_options`` validates what a provider returns (strict options:
+see docs/core.md, "Reminder options").
 """
 
 from .._core.fields import OPTION_KEYS, ParsedOptions, parse_reminder_options

@@ -56,8 +56,9 @@ def canonical_reminder(
 
     ``options`` are further strict reminder options (``tags``, ``dedupe_key``,
     ``preserve_on_compact``, ``propagate``, ``role_hint``); the rest take the defaults of the
-    field table, except those of spec 02 §6: tags ``[provider_id]`` and dedupe key
-    ``provider_id``. The lifetime (``ttl_turns``) is always the provider's explicit choice.
+    field table, except the two every canonical provider shares: tags ``[provider_id]`` and
+    dedupe key ``provider_id``. The lifetime (``ttl_turns``) is always the provider's explicit
+    choice.
 
     Raises:
         ReminderError: ``RMD-001`` for a key that is not a reminder option.
@@ -166,7 +167,7 @@ class ProviderSpec:
     """A provider record: an ``id``, the events it ``subscribes_to`` and its ``evaluate``.
 
     Attributes:
-        id: The provider id (canonical ids are fixed, spec 02 §6).
+        id: The provider id (the eight canonical ids are fixed).
         subscribes_to: The snake_case events it is evaluated on.
         evaluate: ``evaluate(ctx) -> ProviderResult``, a plain (synchronous) function.
         canonical: ``True`` for the eight built-in providers.

@@ -1,4 +1,5 @@
-"""The firing policy (spec 02 §5): budget, unchanged durable reminders, short repeats.
+"""The firing policy: budget, unchanged durable reminders, short repeats (see
+docs/session-loop.md, "The firing policy").
 
 :class:`FirePolicy` evaluates the providers subscribed to one event and decides what each
 result becomes: injected in full, injected as a short repeat, or skipped. It does not own the

@@ -1,4 +1,5 @@
-"""Canonical provider ``grounded_review``: concrete failure evidence to address (spec 02 §6).
+"""Canonical provider ``grounded_review``: concrete failure evidence to address
+(see docs/session-loop.md, "Canonical providers").
 
 It fires only on evidence a reviewer could point at: a tool result with ``ok=False``, failing
 verifier signals, error diagnostics, or failure lines printed by a verification command (pytest,

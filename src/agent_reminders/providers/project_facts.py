@@ -88,7 +88,7 @@ def _recall(config: Mapping[str, Any], payload: Mapping[str, Any], limit: int) -
 
 
 def reads_store(ctx: ProviderContext) -> bool:
-    """Whether evaluating ``ctx`` reads the fact store (the spec's ``blocks_when``): always on
+    """Whether evaluating ``ctx`` reads the fact store (its ``ProviderSpec.blocks_when``): always on
     ``session_start``; on ``on_budget_threshold`` only when live tokens / window reaches
     ``refresh_ratio``; never with ``max_facts=0``. Cheap and free of I/O, so the loop asks it
     before deciding to hop to a worker thread."""
@@ -110,7 +110,7 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     ``max_facts`` (5, clamped to 0..25), ``min_confidence`` (0.5), ``kind_filter``,
     ``relevance_query``, ``refresh_ratio``, ``context_window``.
 
-    It reads SQLite (blocking I/O), so its spec says ``blocking=True``.
+    It reads SQLite (blocking I/O), so its ``ProviderSpec`` says ``blocking=True``.
 
     Raises:
         ProviderSkippedError: the fact store exists but cannot be used (a directory, not a fact

@@ -29,7 +29,7 @@ __all__ = [
     "normalize_results",
 ]
 
-# The fixed evaluation order of spec 02 §6.
+# The fixed evaluation order of the canonical providers, before any user provider.
 CANONICAL_PROVIDERS: tuple[ProviderSpec, ...] = (
     token_pressure.PROVIDER,
     idle_nudge.PROVIDER,

@@ -1,4 +1,4 @@
-"""Stores (spec 06): what a session needs to survive a restart and to be shared between
+"""Stores (docs/storage.md): what a session needs to survive a restart and to be shared between
 processes — session records, the injection queue and the event log — behind one async
 ``Store`` protocol.
 

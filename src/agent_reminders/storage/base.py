@@ -1,5 +1,6 @@
-"""The ``Store`` protocol (spec 06 §1): what a session needs to survive a restart and to be
-shared between processes — session records, the injection queue, the event log.
+"""The ``Store`` protocol (docs/storage.md, "The protocol"): what a session needs to survive a
+restart and to be shared between processes — session records, the injection queue, the event
+log.
 
 Every backend (``MemoryStore``, ``SQLiteStore``, ``RedisStore``) implements the same
 async methods with the same results and errors; ``agent_reminders.testing.store_contract``
@@ -112,14 +113,14 @@ class Lease:
 
 @runtime_checkable
 class Store(Protocol):
-    """The async store protocol every backend implements (spec 06 §1).
+    """The async store protocol every backend implements (docs/storage.md, "The protocol").
 
     Session records:
 
     - ``create_session(state)`` stores a new session (its queue too);
       :class:`SessionExistsError` when the id is taken.
     - ``load_session(session_id)`` → the ``SessionState``, or ``None`` when unknown. Its
-      ``queue`` is the store's queue: pending items (FIFO), delivered and revoked ids.
+      ``queue`` is the store's queue: queued items (FIFO), delivered and revoked ids.
     - ``save_session(state)`` writes one turn in one transaction: new messages are appended
       (a history rewritten by compaction is replaced), the rest of the state is replaced, and
       the state's queue is *merged* into the store's: items the store lacks are appended, ids
@@ -131,20 +132,22 @@ class Store(Protocol):
     - ``list_sessions()`` (most recent activity first) and ``latest_session()`` (its id, for
       ``--session latest``).
 
-    The injection queue (spec 04 §3, 02 §4), with the rules of ``InjectionQueue``:
+    The injection queue, with the rules of ``InjectionQueue`` (docs/session-loop.md, "Seams and
+    delivery modes"):
 
     - ``enqueue(session_id, item, *, max_pending=None)`` → the item's id, durable when it
-      returns; an id already used in the session (pending, delivered or revoked) is
-      ``ReminderError`` ``RMD-002``; ``max_pending`` items already pending is ``QueueError``
+      returns; an id already used in the session (queued, delivered or revoked) is
+      ``ReminderError`` ``RMD-002``; ``max_pending`` items already queued is ``QueueError``
       ``queue_full``.
-    - ``pending(session_id)`` → the rows of 04 §3, FIFO, ``position`` from 0.
-    - ``drain(session_id, modes)`` → the pending items of those modes, FIFO, marked delivered
+    - ``pending(session_id)`` → the queued items as ``session/pending_injections`` rows, FIFO,
+      ``position`` from 0.
+    - ``drain(session_id, modes)`` → the queued items of those modes, FIFO, marked delivered
       atomically: each item is returned by exactly one call, whatever the concurrency.
     - ``revoke(session_id, reminder_id)`` → ``"revoked"`` | ``"already_revoked"``;
       ``QueueError`` with ``reason`` ``already_delivered``, ``unknown_reminder_id`` or
       ``missing_reminder_id``.
     - ``wait_for_items(session_id, timeout, *, modes=None, ignore=())`` → ``True`` as soon as
-      something (of those modes, with an id not in ``ignore``) is pending, ``False`` after
+      something (of those modes, with an id not in ``ignore``) is queued, ``False`` after
       ``timeout`` seconds. ``ignore`` is read at each look, so a live container works: a
       running prompt passes what it already holds and waits only for what is new.
 
@@ -152,7 +155,7 @@ class Store(Protocol):
     own per-session ``seq`` (1, 2, …) and returns them so numbered;
     ``read_events(session_id, *, after_seq=0, kind_prefix="")`` reads them back in order.
 
-    Leases (spec 06 §3): a session is prompted by one worker at a time.
+    Leases (docs/storage.md, "Leases"): a session is prompted by one worker at a time.
 
     - ``claim(session_id, owner, ttl_seconds, *, replace=None)`` → ``None`` when ``owner``
       now holds the session for ``ttl_seconds``, else the id of the owner holding it (a
@@ -216,11 +219,11 @@ class Store(Protocol):
         ...
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
-        """The pending rows of 04 §3, FIFO."""
+        """The queued items as ``session/pending_injections`` rows, FIFO."""
         ...
 
     async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
-        """Take the pending items of ``modes`` (FIFO) and mark them delivered, atomically."""
+        """Take the queued items of ``modes`` (FIFO) and mark them delivered, atomically."""
         ...
 
     async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
@@ -235,7 +238,7 @@ class Store(Protocol):
         modes: Iterable[DeliveryMode | str] | None = None,
         ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        """Wait until something (of ``modes``, not in ``ignore``) is queued, at most
         ``timeout`` seconds."""
         ...
 

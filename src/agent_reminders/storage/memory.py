@@ -273,14 +273,14 @@ class MemoryStore(ClosingStore):
         return row.id
 
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
-        """The pending rows of 04 §3, FIFO."""
+        """The queued items as ``session/pending_injections`` rows, FIFO."""
         data = self._open()
         with data.lock:
             rows = list(self._session(session_id).pending.values())
         return _queue_rules.pending_rows([r.item() for r in rows])
 
     async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
-        """Take the pending items of ``modes`` and mark them delivered, atomically."""
+        """Take the queued items of ``modes`` and mark them delivered, atomically."""
         wanted = _queue_rules.check_modes(modes)
         data = self._open()
         with data.lock:
@@ -312,7 +312,7 @@ class MemoryStore(ClosingStore):
         modes: Iterable[DeliveryMode | str] | None = None,
         ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
+        """Wait until something (of ``modes``, not in ``ignore``) is queued, at most
         ``timeout`` seconds."""
         wanted = None if modes is None else _queue_rules.check_modes(modes)
         data = self._open()

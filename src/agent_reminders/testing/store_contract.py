@@ -1,4 +1,5 @@
-"""The one contract test suite every ``Store`` backend passes, unchanged (spec 06 §1).
+"""The one contract test suite every ``Store`` backend passes, unchanged (docs/storage.md,
+"Testing a backend").
 
 Subclass :class:`StoreContract` in a test module, name the subclass ``Test…`` and give it a
 ``store_factory`` fixture: a callable that opens a *new* store object on the *same* storage
