@@ -27,8 +27,9 @@ from typing import Any
 
 import anyio
 
-from .acp import LONG_RUNNING_METHODS, Bridge, Connection
+from .acp import LONG_RUNNING_METHODS, Bridge
 from .auth import find_token
+from .connection import Connection
 from .dispatcher import Dispatcher, encode
 from .limits import TokenBucket
 
