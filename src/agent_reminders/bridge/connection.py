@@ -46,7 +46,7 @@ class Connection:
 
     def visible(self, session_id: str) -> bool:
         """Whether this connection may see the session (a scope refusal looks like a
-        missing session, 04 §5)."""
+        missing session)."""
         return self.scope is None or self.scope.can_see(session_id)
 
     def check_visible(self, session_id: str) -> None:

@@ -25,7 +25,7 @@ def _text(content: object) -> str:
 
 
 def replay_updates(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The ``session/update`` payloads that replay a stored conversation (04 §2).
+    """The ``session/update`` payloads that replay a stored conversation.
 
     Envelope messages (the directives the library committed) are not the person's words and
     are not replayed.
