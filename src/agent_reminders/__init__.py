@@ -6,14 +6,13 @@ N+1 always begins with request N and provider prompt caches stay warm.
 """
 
 from ._core.channels import Channel, ChannelSetting, placement
+from ._core.commit import Committed, commit_directives
 from ._core.envelope import (
     ENVELOPE_INSTRUCTIONS,
-    Committed,
     EnvelopeStyle,
     InstructionsMode,
     PrefixBreak,
     check_append_only,
-    commit_directives,
     neutralize_content,
     neutralize_untrusted,
     project,

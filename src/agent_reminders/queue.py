@@ -36,7 +36,7 @@ from ._core.fields import (
 from ._core.ids import IdFactory, new_id
 from ._core.messages import check_text
 from ._core.records import DeliveryMode
-from .loop.seams import SEAMS
+from ._core.seams import SEAMS
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._core.channels import Channel, ChannelSetting, check_channel, placement
+from ._core.commit import commit_directives
 from ._core.envelope import (
     EnvelopeStyle,
     InstructionsMode,
     check_instructions,
     check_nonce,
     check_style,
-    commit_directives,
     message_text,
     neutralize_content,
 )
@@ -40,11 +40,11 @@ from ._core.lifecycle import (
 from ._core.messages import validate_message
 from ._core.records import Authority, Message, Reminder, Source, check_turn
 from ._core.request import ModelInfo, ModelRequest, Tool
+from ._core.seams import SEAMS
 from ._core.transcript import Transcript, message_event, reminder_event
 from .capabilities import ModelCapabilities, capabilities_for
 from .config import ReminderOptions, Workspace, parse_reminder_config, parse_workspace
 from .generators import Emission, GeneratorClock, GeneratorRegistry
-from .loop.seams import SEAMS
 from .providers.base import FireResult, ProviderContext, ProviderSpec, normalize_event
 from .providers.fire import FirePolicy, is_blocking
 from .providers.registry import ProviderRegistry

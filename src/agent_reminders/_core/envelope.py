@@ -1,6 +1,7 @@
-"""The envelope, in one place: escaping, rendering, neutralizing, projection, the commit index,
-the append-only commit, and the append-only checker (see docs/core.md, "Projection", "The
-envelope" and "Committing an envelope")."""
+"""The envelope, in one place: escaping, rendering, neutralizing, projection, the commit index
+and the append-only checker (see docs/core.md, "Projection" and "The envelope"). Committing an
+envelope into a transcript is :mod:`.commit`, which builds on this module and on
+:mod:`.transcript`."""
 
 from __future__ import annotations
 
@@ -10,24 +11,16 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from .channels import Channel, ChannelSetting, check_channel, is_downgrade
+from .channels import is_downgrade
 from .errors import ReminderError
-from .events import EventLog, Kind, check_log
-from .fields import FIRED_EVENT_FIELDS, event_fields
-from .frozen import fast_init
-from .messages import copy_json
-from .records import AUTHORITY_RANK, Message, Reminder, RoleHint, check_turn
-
-if TYPE_CHECKING:
-    from .transcript import Transcript
+from .records import AUTHORITY_RANK, Message, Reminder, RoleHint
 
 __all__ = [
     "DIRECTIVE_BLOCK",
     "ENVELOPE_INSTRUCTIONS",
     "CommitIndex",
-    "Committed",
     "EnvelopeStyle",
     "InstructionsMode",
     "Pending",
@@ -38,7 +31,7 @@ __all__ = [
     "check_instructions",
     "check_nonce",
     "check_style",
-    "commit_directives",
+    "envelope_text",
     "escape_body",
     "lasts_one_turn",
     "message_text",
@@ -50,6 +43,7 @@ __all__ = [
     "project_wanted",
     "render_directive",
     "render_envelope",
+    "spoken_by_person",
 ]
 
 _T = TypeVar("_T")
@@ -228,7 +222,7 @@ def render_envelope(
     for item in items:
         if not isinstance(item, Reminder):
             raise TypeError(f"expected Reminder items, not {type(item).__name__}")
-    return _envelope(items, checked, instructions, check_nonce(nonce))
+    return envelope_text(items, checked, instructions, check_nonce(nonce))
 
 
 def nonce_sentence(nonce: str) -> str:
@@ -240,7 +234,7 @@ def nonce_sentence(nonce: str) -> str:
     )
 
 
-def _envelope(
+def envelope_text(
     items: list[Reminder], checked: EnvelopeStyle, instructions: bool, nonce: str | None = None
 ) -> str:
     """:func:`render_envelope` of checked arguments (a non-empty list of reminders)."""
@@ -248,7 +242,7 @@ def _envelope(
     if checked == "system_reminder":
         text = "\n\n".join(escape_body(r.body) for r in items)
         return f"<system-reminder{mark}>\n{text}\n</system-reminder>"
-    person = _spoken_by_person(items)
+    person = spoken_by_person(items)
     lines = [f'<context-directives speaker="{"person" if person else "harness"}"{mark}>']
     if instructions:
         lines.append(ENVELOPE_INSTRUCTIONS + ("" if nonce is None else nonce_sentence(nonce)))
@@ -257,7 +251,7 @@ def _envelope(
     return "\n".join(lines)
 
 
-def _spoken_by_person(items: Iterable[Reminder]) -> bool:
+def spoken_by_person(items: Iterable[Reminder]) -> bool:
     """An envelope whose every directive is the person's own words (``user_block``)."""
     return all(r.role_hint is RoleHint.USER_BLOCK for r in items)
 
@@ -361,16 +355,6 @@ def check_instructions(value: object, name: str = "instructions") -> Instruction
     raise ReminderError(
         "RMD-001", f"{name} must be one of 'auto', 'always', 'never'; got {value!r}"
     )
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class Committed:
-    """Result of :func:`commit_directives`; ``message`` is ``None`` when nothing was new."""
-
-    transcript: Transcript
-    message: Message | None
-    fired: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,146 +552,6 @@ class CommitIndex:
         """Whether the first ``length`` messages hold :data:`ENVELOPE_INSTRUCTIONS`."""
         at = self.instructions_at
         return at is not None and at < length
-
-
-def commit_directives(
-    transcript: Transcript,
-    *,
-    turn: int,
-    style: EnvelopeStyle = "context_directives",
-    instructions: InstructionsMode = "auto",
-    event_log: EventLog | None = None,
-    channel: ChannelSetting = "user",
-    nonce: str | None = None,
-    extra_blocks: Sequence[Mapping[str, Any]] = (),
-    clear_at: bool = False,
-) -> Committed:
-    """Commit the envelope for one model request as a new trailing message.
-
-    Projects the pending reminders, drops every directive already committed (its id is in some
-    message's ``directive_ids`` or, for history without that key, its rendered text occurs in
-    a message), and appends one envelope with the rest. Nothing new → the transcript is
-    returned as is with ``message=None``. Events: one ``fired`` per directive, then one
-    ``iteration_summary``. ``instructions="auto"`` includes :data:`ENVELOPE_INSTRUCTIONS` only
-    when no message holds it yet.
-
-    ``channel`` is the role of the new message: ``"user"``, or ``"system"`` (a mid-conversation
-    system instruction); ``"auto"`` means ``"user"`` here, where no model is known (a
-    ``Session`` resolves it through the capability table first). An envelope spoken by the
-    person (every directive ``role_hint="user_block"``) is always a ``user`` message. With a
-    ``nonce`` the envelope's opening tag carries it (see :func:`render_envelope`).
-    ``extra_blocks`` (tool-change blocks, system channel only) follow the envelope's text in
-    the message's content; with no new directive they make a message of their own.
-    ``clear_at=True`` says the model drops a system entry whose directives all last one turn
-    once that turn is over (the ``clear_at`` beta): under ``"auto"``, instructions held only
-    by such entries no longer count, so the next envelope carries them again.
-    """
-    transcript = _check_transcript(transcript)
-    turn = check_turn(turn)
-    checked_style = check_style(style)
-    check_instructions(instructions)
-    role: Channel = "system" if check_channel(channel) == "system" else "user"
-    nonce = check_nonce(nonce)
-    log = check_log(event_log)
-    transcript = transcript.report_invalid(log)
-
-    blocks = [copy_json(b) for b in extra_blocks]
-    if blocks and role != "system":
-        raise ReminderError("RMD-001", "extra_blocks go on the system channel only")
-    # Only an entry whose id is in no message can be new; none such: skip the projection.
-    uncommitted = transcript.uncommitted_ids
-    fresh = (
-        [
-            current
-            for e in project_wanted(transcript.pending, uncommitted)
-            if not transcript.is_committed(current := transcript.current(e))
-        ]
-        if uncommitted
-        else []
-    )
-    if not fresh:
-        if not blocks:
-            return Committed(transcript=transcript, message=None, fired=())
-        result = transcript.append_envelope(blocks, [], "system")
-        return Committed(
-            transcript=result,
-            message={"role": "system", "content": blocks, "directive_ids": []},
-            fired=(),
-        )
-    with_instructions = instructions == "always" or (
-        instructions == "auto" and not _instructions_in_view(transcript, clear_at)
-    )
-    text = _envelope(fresh, checked_style, with_instructions, nonce)
-    if role == "system" and _spoken_by_person(fresh):
-        role = "user"  # the person's own words are never sent as the runtime's
-    ids = [r.id for r in fresh]
-    content: str | list[dict[str, Any]] = (
-        [{"type": "text", "text": text}, *blocks] if blocks and role == "system" else text
-    )
-    result = transcript.append_envelope(content, ids, role)
-    if blocks and role == "user":  # the person's envelope; the tool change still goes as system
-        result = result.append_envelope(blocks, [], "system")
-    if log is not None:
-        for r in fresh:
-            log.lifecycle(
-                Kind.FIRED,
-                result.id,
-                {
-                    **event_fields(r, FIRED_EVENT_FIELDS),
-                    "turn_number": turn,
-                    "rendered_role": role,
-                },
-            )
-        by_source: dict[str, int] = {}
-        for r in fresh:
-            source = str.__str__(r.source)
-            by_source[source] = by_source.get(source, 0) + 1
-        log.lifecycle(
-            Kind.ITERATION_SUMMARY,
-            result.id,
-            {
-                "turn_number": turn,
-                "count": len(fresh),
-                "body_bytes": sum(len(r.body.encode()) for r in fresh),
-                "rendered_bytes": len(text.encode()),
-                "by_source": by_source,
-            },
-        )
-    return Committed(
-        transcript=result,
-        message={"role": role, "content": content, "directive_ids": list(ids)},
-        fired=tuple(ids),
-    )
-
-
-def _instructions_in_view(transcript: Transcript, clear_at: bool) -> bool:
-    """Whether a message the model still sees holds :data:`ENVELOPE_INSTRUCTIONS`; with
-    ``clear_at``, a system entry that lasts one turn has left the model's view."""
-    if not transcript.has_instructions():
-        return False
-    if not clear_at:
-        return True
-    for message in transcript.messages:
-        text = message_text(message)
-        if ENVELOPE_INSTRUCTIONS in text and not (
-            message["role"] == "system" and lasts_one_turn(text)
-        ):
-            return True
-    return False
-
-
-def _check_transcript(value: object) -> Transcript:
-    global _CHECK_TRANSCRIPT
-    if _CHECK_TRANSCRIPT is None:
-        # Imported on first use: the transcript module builds on this one (rendering, the
-        # commit index); an import statement per call costs more than the commit's checks.
-        from .transcript import check_transcript
-
-        _CHECK_TRANSCRIPT = check_transcript
-    return _CHECK_TRANSCRIPT(value)
-
-
-_CHECK_TRANSCRIPT: Callable[[object], Transcript] | None = None
 
 
 def _serialize(message: object) -> str:

@@ -8,9 +8,10 @@ needs nothing beyond the core dependencies. :class:`BridgeClient` is the client 
 from __future__ import annotations
 
 from .._core.errors import BridgeConnectionError
-from .acp import Bridge, Connection
+from .acp import Bridge
 from .client import BridgeClient, Notification
 from .config import BridgeSettings, load_settings
+from .connection import Connection
 from .dispatcher import Dispatcher
 from .errors import RpcError, SessionBusyError, error_object
 from .request_log import append_request, request_log_line, request_log_record

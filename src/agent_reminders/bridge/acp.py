@@ -3,6 +3,9 @@ reminder methods.
 
 One :class:`Bridge` serves every connection of a process; each connection has its own
 :class:`Connection` (how to notify the client, its grant, what it declared in ``initialize``).
+``Connection`` lives in :mod:`.connection` and the ``session/update`` builders in
+:mod:`.updates`, below this module and the prompt and reminder methods that use them; both
+are re-exported here.
 """
 
 from __future__ import annotations
@@ -10,8 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from .._core.envelope import neutralize_content
@@ -19,22 +21,21 @@ from .._core.errors import ReminderError
 from .._core.events import EventLog, EventRecord
 from .._core.fields import Authority
 from .._core.ids import new_id
-from .._core.records import Message
 from .._core.request import Model
 from .._version import __version__
 from ..queue import InjectionQueue
 from ..session import Session
 from ..storage.base import Store, UnknownSessionError
 from ..storage.memory import MemoryStore
-from .auth import Scope
 from .config import BridgeSettings
+from .connection import Connection, OutOfScopeError
 from .dispatcher import Handler
 from .errors import INTERNAL_ERROR, SCOPE_DENIED, RpcError, SessionBusyError, invalid_params
 from .lease import beside, hold_lease, new_worker_id
-from .limits import TokenBucket
 from .live import LivePrompt
 from .prompt import PromptRun
 from .reminders import REMINDER_METHODS, reminder_handlers, session_id_param
+from .updates import replay_updates, tool_call_update, tool_result_update
 
 __all__ = [
     "Bridge",
@@ -54,47 +55,6 @@ MODES = ["interrupt_immediate", "finish_step", "audit_only"]
 # their own, so it goes on reading (a session/cancel must reach a running prompt).
 LONG_RUNNING_METHODS = frozenset({"session/prompt", "session/load"})
 log = logging.getLogger("agent_reminders.bridge")
-
-Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
-
-
-class OutOfScopeError(UnknownSessionError):
-    """A session outside the caller's scope: answered exactly like a missing one (``-32004``),
-    but recorded as ``bridge.denied``."""
-
-
-@dataclass(kw_only=True, slots=True)
-class Connection:
-    """One client connection: ``notify(method, params)`` sends a notification to it.
-
-    Attributes:
-        grant: The highest reminder authority this connection may push (stdio: contract).
-        scope: The token's scope (``None``: stdio, trusted with everything).
-        limiter: The connection's request rate limit (``None``: unlimited, stdio).
-        emitted_as_update: The client declared
-            ``clientCapabilities._meta.agent_reminders.reminder_emitted = true``.
-    """
-
-    notify: Notify
-    grant: Authority = Authority.CONTRACT
-    emitted_as_update: bool = False
-    scope: Scope | None = None
-    limiter: TokenBucket | None = None
-
-    def visible(self, session_id: str) -> bool:
-        """Whether this connection may see the session (a scope refusal looks like a
-        missing session: ``-32004``, so a token cannot probe for sessions outside its scope)."""
-        return self.scope is None or self.scope.can_see(session_id)
-
-    def check_visible(self, session_id: str) -> None:
-        """``UnknownSessionError`` (``-32004``) for a session outside the scope."""
-        if not self.visible(session_id):
-            raise OutOfScopeError(session_id)
-
-    def require_prompt(self, method: str) -> None:
-        """``-32003`` when the token may not call the prompt methods."""
-        if self.scope is not None:
-            self.scope.require_prompt(method)
 
 
 def _sid_of(params: object) -> str | None:
@@ -314,69 +274,3 @@ class Bridge:
         live = self.live.get(sid)
         if live is not None:
             live.cancel.set()
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):
-        return "".join(
-            str(b.get("text", "")) for b in content if isinstance(b, Mapping) and "text" in b
-        )
-    return ""
-
-
-def replay_updates(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The ``session/update`` payloads that replay a stored conversation (``session/load``).
-
-    Envelope messages (the directives the library committed) are not the person's words and
-    are not replayed.
-    """
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = message["role"]
-        if role == "user" and "directive_ids" not in message:
-            text = _text(message.get("content"))
-            out.append(
-                {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}
-            )
-        elif role == "assistant":
-            text = _text(message.get("content"))
-            if text:
-                out.append(
-                    {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": text},
-                    }
-                )
-            for call in message.get("tool_calls") or ():
-                out.append(tool_call_update(call["id"], call["name"], dict(call["arguments"])))
-        elif role == "tool":
-            out.append(
-                tool_result_update(
-                    str(message.get("tool_call_id", "")), True, _text(message.get("content"))
-                )
-            )
-    return out
-
-
-def tool_call_update(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A ``tool_call`` update: the model asked for a tool."""
-    return {
-        "sessionUpdate": "tool_call",
-        "toolCallId": call_id,
-        "title": name,
-        "kind": "other",
-        "status": "pending",
-        "rawInput": arguments,
-    }
-
-
-def tool_result_update(call_id: str, ok: bool, text: str) -> dict[str, Any]:
-    """A ``tool_call_update``: the tool ran (``completed``) or failed (``failed``)."""
-    return {
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": call_id,
-        "status": "completed" if ok else "failed",
-        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
-    }

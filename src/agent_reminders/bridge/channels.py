@@ -20,6 +20,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .._core.errors import BridgeConnectionError, missing_extra
 from .._core.fields import Authority
+from .connection import Connection
 from .dispatcher import Dispatcher, encode
 
 if TYPE_CHECKING:
@@ -139,8 +140,6 @@ class InProcessChannel:
     """Frames handed to a ``Bridge``'s dispatcher in the caller's task."""
 
     def __init__(self, bridge: Bridge, grant: Authority) -> None:
-        from .acp import Connection
-
         self.description = "the in-process bridge"
         self.dispatcher = Dispatcher(
             bridge.methods, max_frame_bytes=bridge.settings.max_frame_bytes

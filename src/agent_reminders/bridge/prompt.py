@@ -31,11 +31,13 @@ from .._core.request import ModelInfo, ModelRequest, ModelResponse, ToolCall, To
 from ..hooks import Hooks
 from ..loop.run import agent_loop
 from ..session import Session
+from .connection import Connection
 from .live import LivePrompt
 from .request_log import append_request
+from .updates import tool_call_update, tool_result_update
 
 if TYPE_CHECKING:
-    from .acp import Bridge, Connection
+    from .acp import Bridge
 
 __all__ = ["STOP_REASONS", "PromptRun"]
 
@@ -96,8 +98,6 @@ class PromptRun:
 
     async def flush(self) -> None:
         """Report finished tools and newly committed directives."""
-        from .acp import tool_result_update
-
         for call_id in list(self.open_calls):
             result = self.results.pop(call_id, None)
             if result is None:  # never dispatched (an interrupt or a cancel skipped it)
@@ -174,8 +174,6 @@ class PromptRun:
 
     async def model(self, request: ModelRequest) -> ModelResponse:
         """The configured model, with saving, logging and streaming around it."""
-        from .acp import tool_call_update
-
         bridge = self.bridge
         assert bridge.model is not None
         await self.save()

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from .._core.errors import QueueError, ReminderError
 from .._core.fields import check_id
 from ..queue import QueueItem
+from .connection import Connection
 from .errors import invalid_params
 
 if TYPE_CHECKING:
-    from .acp import Bridge, Connection
+    from .acp import Bridge
 
 __all__ = ["REMINDER_METHODS", "reminder_handlers", "resolve_session_id", "session_id_param"]
 

@@ -16,7 +16,8 @@ import anyio
 import anyio.to_thread
 
 from .._core.fields import Authority
-from .acp import Bridge, Connection
+from .acp import Bridge
+from .connection import Connection
 from .dispatcher import Dispatcher, encode
 
 __all__ = ["serve_stdio"]

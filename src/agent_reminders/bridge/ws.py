@@ -28,9 +28,10 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .acp import LONG_RUNNING_METHODS, Bridge, Connection
+from .acp import LONG_RUNNING_METHODS, Bridge
 from .auth import Scope, find_token
 from .config import BridgeSettings
+from .connection import Connection
 from .dispatcher import Dispatcher, encode
 from .limits import TokenBucket
 

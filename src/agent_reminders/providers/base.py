@@ -12,7 +12,7 @@ from .._core.fields import OPTION_KEYS, check_unknown, option_defaults
 from .._core.frozen import fast_init
 
 if TYPE_CHECKING:
-    from ..config import ReminderOptions, Workspace
+    from .._options import ReminderOptions, Workspace
 
 __all__ = [
     "ConfigSchema",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .._core.errors import ConfigError, Diagnostic, ReminderError
 from .._core.fields import OPTION_KEYS, ParsedOptions, check_unknown, parse_reminder_options
-from ..config import ReminderOptions, _parse, reminder_config_problems
+from .._options import ReminderOptions, coerce_reminder_options
 from . import (
     grounded_review,
     idle_nudge,
@@ -19,7 +20,7 @@ from . import (
     tool_output_truncated,
     workspace_anchor,
 )
-from .base import Evaluate, ProviderSpec, normalize_event
+from .base import Evaluate, ProviderSpec, config_problems, normalize_event
 
 __all__ = [
     "CANONICAL_PROVIDERS",
@@ -27,6 +28,7 @@ __all__ = [
     "enabled_provider_ids",
     "lint_agent_options",
     "normalize_results",
+    "reminder_config_problems",
 ]
 
 # The fixed evaluation order of the canonical providers, before any user provider.
@@ -225,6 +227,40 @@ def enabled_provider_ids(options: ReminderOptions, *, user_ids: Iterable[str] = 
     return ids
 
 
+_USER_PROVIDERS_NOTE = (
+    "user providers are registered on the session after it is made "
+    "(session.providers.register) and are enabled by default"
+)
+
+
+def reminder_config_problems(options: ReminderOptions) -> list[str]:
+    """Every problem :func:`~agent_reminders.config.parse_reminder_config` would raise for, one
+    message each (``agent_reminders.config`` re-exports this function).
+
+    Checks the config of each canonical provider against its schema and flags provider ids
+    (in ``providers`` and ``config``) that are misspellings of canonical ids.
+    """
+    specs = {spec.id: spec for spec in CANONICAL_PROVIDERS}
+    known = ", ".join(specs)
+    problems: list[str] = []
+    named = [(entry.lstrip("-").strip(), "reminders.providers") for entry in options.providers]
+    named += [(key, "reminders.config") for key in options.config]
+    for pid, where in dict.fromkeys(named):
+        if pid in specs:
+            continue
+        folded = pid.lower().replace("-", "_").replace(" ", "_")
+        close = difflib.get_close_matches(folded, specs, n=1, cutoff=0.8)
+        if close:
+            problems.append(
+                f"unknown provider {pid!r} in {where}; did you mean {close[0]!r}? "
+                f"Canonical providers: {known} ({_USER_PROVIDERS_NOTE})"
+            )
+    for pid, config in options.config.items():
+        if pid in specs:
+            problems.extend(config_problems(specs[pid], config))
+    return problems
+
+
 def lint_agent_options(
     reminders: object = True, *, user_providers: Iterable[str] | ProviderRegistry | None = None
 ) -> list[Diagnostic]:
@@ -244,7 +280,7 @@ def lint_agent_options(
         >>> lint_agent_options({"config": {"grounded_review": {"max_findings": "6"}}})[0].message
         "reminders.config.grounded_review.max_findings must be int; got '6' (str)"
     """
-    options = _parse(reminders)
+    options = coerce_reminder_options(reminders)
     diagnostics = [
         Diagnostic(code="RMD-104", severity="error", message=problem)
         for problem in reminder_config_problems(options)

@@ -26,10 +26,8 @@ from .base import (
     SessionInfo,
     Store,
     UnknownSessionError,
-    folder_options,
-    open_store,
-    sqlite_path,
 )
+from .factory import folder_options, open_store, sqlite_path
 from .memory import MemoryData, MemoryStore
 from .redis import RedisStore
 from .sqlite import SCHEMA_VERSION, SQLiteStore, Synchronous
