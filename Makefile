@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/claude_code_hook.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/sessionless.py
+	$(BIN)/python bench/compiled.py
 
 # Not part of `make bench` or `make test`: ten minutes of steady load on a real `serve --ws`.
 soak: $(STAMP)

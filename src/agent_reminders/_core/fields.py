@@ -1,17 +1,21 @@
 """The one table of reminder fields, and the profiles that read it.
 
 Every field of :class:`~agent_reminders.Reminder` has one row in :data:`FIELDS`: its name, its
-camelCase wire name (the pending rows of spec 04 §3), its key in lifecycle events, its default
+camelCase wire name (in the bridge's pending rows), its key in lifecycle events, its default
 and its rule — the check that turns an accepted value into the stored one or raises naming the
 field. The closed value sets of the enum fields are defined here too. The readers of the table:
 
 - the record: ``Reminder.__post_init__`` (:func:`check_record`), ``to_dict`` (:func:`record_dict`)
   and ``from_dict`` (``RMD-001``, ``RMD-005`` for ``propagate``);
-- strict producer options, spec 01 §3 (:func:`parse_reminder_options`);
-- bridge payloads with a caller's grant, spec 04 §3 (:func:`validate_reminder_payload`);
-- lenient stored events, spec 01 §4 (:func:`lenient_values`, :func:`lenient_dict`);
-- the camelCase pending row of 04 §3 (:func:`pending_row_fields`) and lifecycle event payloads
-  (:func:`event_fields`).
+- strict producer options: what a provider or hook returns, an unknown key or a bad value
+  refused (:func:`parse_reminder_options`);
+- bridge payloads with a caller's grant: what ``session/remind`` pushes, with size limits and
+  an authority no higher than the grant (:func:`validate_reminder_payload`,
+  ``docs/protocol.md``);
+- lenient stored events: foreign events read without raising, a bad value taking its default
+  (:func:`lenient_values`, :func:`lenient_dict`);
+- the camelCase pending row that ``session/pending_injections`` lists
+  (:func:`pending_row_fields`) and lifecycle event payloads (:func:`event_fields`).
 
 A profile decides the order of the checks and the code of a failure; the table decides what a
 field accepts. In the input profiles (options, payloads) ``None`` means "not given".
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from ._compiled import compile_function
 from .errors import Diagnostic, ReminderError, did_you_mean
 from .frozen import fast_init
 from .ids import new_id
@@ -274,7 +279,7 @@ def _enum_rule(enum: type[StrEnum]) -> Rule:
     return rule
 
 
-# Lenient readings (spec 01 §4) that differ from "the rule, else the default".
+# Lenient readings (of foreign stored events) that differ from "the rule, else the default".
 def _lenient_body(value: object) -> str:
     return value if isinstance(value, str) else ""  # a blank body is kept; readers drop it
 
@@ -314,13 +319,13 @@ class Field:
         factory: Makes the default (``id``: a new unique id).
         code: A code of the field's own in every profile (``propagate``: ``RMD-005``).
         omit_none: ``to_dict`` leaves the key out when the value is ``None``.
-        option: A strict producer option (spec 01 §3).
-        payload: A bridge payload key (spec 04 §3).
+        option: A strict producer option (a provider or hook may set it).
+        payload: A key of a reminder pushed over the bridge (``session/remind``).
         lenient: The lenient reading when it is not "the rule, else the default".
         wire: Turns the stored value into its JSON form (``None``: as is).
         exact: A value of exactly this type is valid as it is (enums, ``bool``).
         event: The key in lifecycle event payloads (``id`` is ``reminder_id``).
-        camel: The camelCase name of 04 §3 rows, derived from ``name``.
+        camel: The camelCase name in the bridge's pending rows, derived from ``name``.
     """
 
     name: str
@@ -404,7 +409,7 @@ _BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 REMINDER_FIELDS: tuple[str, ...] = tuple(f.name for f in FIELDS)
 # Set by the producer, never by strict options (RMD-001 names them as unknown options).
 PRODUCER_FIELDS: frozenset[str] = frozenset(f.name for f in FIELDS if not f.option)
-# The keys a producer may set (spec 01 §3).
+# The keys a producer may set (a provider's or a hook's options).
 OPTION_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.option)
 # A pushed reminder may carry every field but the inheritance origin, plus host metadata.
 PAYLOAD_KEYS: frozenset[str] = frozenset(f.name for f in FIELDS if f.payload) | {"_meta"}
@@ -420,7 +425,8 @@ MAX_TAG_BYTES = 64
 MAX_TAGS = 32
 MAX_META_BYTES = 4096
 
-# The reminder fields each record carries (spec 01 §10, 02 §3 receipts), in payload order.
+# The reminder fields each lifecycle record carries (injected, fired, inherited) and a tool
+# call's receipt lists, in payload order.
 INJECTED_EVENT_FIELDS: tuple[str, ...] = (
     "id",
     "tags",
@@ -460,19 +466,27 @@ _WIRED: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
 _OMIT_NONE: tuple[str, ...] = tuple(f.name for f in FIELDS if f.omit_none)
 
 
-def _function(lines: list[str], filename: str, env: dict[str, Any]) -> Any:
-    """The one function that ``lines`` (source built from the field table, starting with its
-    ``def``) define, compiled with ``env`` as its globals; ``filename`` names it in
-    tracebacks."""
-    exec(compile("\n".join(lines), filename, "exec"), env)
-    name = lines[0].split()[1].split("(")[0]
-    return env[name]
+def _check_record_reference(values: dict[str, Any]) -> None:
+    """The plain version of the generated ``check_record``, which specifies it: for each field,
+    in table order, a value identical to the field's default (a field with a factory, or a
+    required one, has none) or of the field's exact type is kept as it is; any other value goes
+    through the field's rule (code ``RMD-001`` unless the field has its own), and the checked
+    value replaces it when it is another object."""
+    for f in FIELDS:
+        value = values[f.name]
+        has_default = f.factory is None and not f.required
+        if (has_default and value is f.default) or (f.exact is not None and type(value) is f.exact):
+            continue
+        checked = f.rule(value, f.name, f.code or "RMD-001")
+        if checked is not value:
+            values[f.name] = checked
 
 
 def _compile_check_record() -> Callable[[dict[str, Any]], None]:
     """Build ``check_record`` from the table as straight-line code, the way ``dataclasses``
-    builds ``__init__``: it runs in every ``Reminder`` construction, and a loop over the table
-    costs about a third more. For each field, in table order: a value identical to a
+    builds ``__init__``: it runs in every ``Reminder`` construction, and the loop over the
+    table, :func:`_check_record_reference` (the plain version), takes about twice as long
+    (``bench/compiled.py``). For each field, in table order: a value identical to a
     non-factory default, or of the field's exact type, is valid as it is; any other value goes
     through the field's rule (code ``RMD-001`` unless the field has its own)."""
     env: dict[str, Any] = {}
@@ -488,7 +502,13 @@ def _compile_check_record() -> Callable[[dict[str, Any]], None]:
             "        if checked is not value:",
             f"            values[{f.name!r}] = checked",
         ]
-    check: Callable[[dict[str, Any]], None] = _function(lines, "<reminder field table>", env)
+    check: Callable[[dict[str, Any]], None] = compile_function(
+        "\n".join(lines),
+        env,
+        "check_record",
+        filename="<reminder field table>",
+        reference=_check_record_reference,
+    )
     check.__doc__ = """Validate and normalize a record's field values in place (a ``Reminder``'s
     ``__dict__``).
 
@@ -560,7 +580,7 @@ def check_unknown(
         raise error
 
 
-# -- strict producer options (spec 01 §3) ------------------------------------------------------
+# -- strict producer options --------------------------------------------------------------------
 
 
 @fast_init
@@ -582,7 +602,7 @@ class ParsedOptions:
         return _given(self)
 
 
-# Spec order: the option fields in table order, the body last.
+# Check order: the option fields in table order, the body last (the first failure wins).
 _OPTION_ORDER: tuple[Field, ...] = tuple(
     [f for f in FIELDS if f.option and not f.required]
     + [f for f in FIELDS if f.option and f.required]
@@ -597,13 +617,31 @@ def _require_mapping(options: object, what: str) -> Mapping[str, Any]:
     return options
 
 
+_PARSED_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(ParsedOptions)}
+
+
+def _parse_options_reference(opts: Mapping[str, Any]) -> ParsedOptions:
+    """The plain version of the generated option parser, which specifies it: for each option in
+    the order the checks run (the table's, the body last), a given value (not ``None``) goes
+    through the field's rule (code ``RMD-001`` unless the field has its own), a missing one
+    takes ``ParsedOptions``' default; the body, required, always goes through its rule."""
+    values: dict[str, Any] = {}
+    for f in _OPTION_ORDER:
+        value = opts.get(f.name)
+        if value is None and not f.required:
+            values[f.name] = _PARSED_DEFAULTS[f.name]
+        else:
+            values[f.name] = f.rule(value, f.name, f.code or "RMD-001")
+    return ParsedOptions(**values)
+
+
 def _compile_parse_options() -> Callable[[Mapping[str, Any]], ParsedOptions]:
     """Build the body of ``parse_reminder_options`` from the table as straight-line code (as
     ``check_record`` is built): providers' results go through it after every event. For each
-    option in spec order, a given value (not ``None``) goes through the field's rule, a
+    option in check order, a given value (not ``None``) goes through the field's rule, a
     missing one takes ``ParsedOptions``' default; the body (required) always goes through its
-    rule, last."""
-    defaults = {f.name: f.default for f in dataclasses.fields(ParsedOptions)}
+    rule, last. :func:`_parse_options_reference` is the plain version."""
+    defaults = _PARSED_DEFAULTS
     env: dict[str, Any] = {"ParsedOptions": ParsedOptions}
     lines = ["def parse(opts):"]
     for index, f in enumerate(_OPTION_ORDER):
@@ -620,8 +658,12 @@ def _compile_parse_options() -> Callable[[Mapping[str, Any]], ParsedOptions]:
             ]
     keywords = ", ".join(f"{f.name}=v{i}" for i, f in enumerate(_OPTION_ORDER))
     lines.append(f"    return ParsedOptions({keywords})")
-    parse: Callable[[Mapping[str, Any]], ParsedOptions] = _function(
-        lines, "<reminder option rules>", env
+    parse: Callable[[Mapping[str, Any]], ParsedOptions] = compile_function(
+        "\n".join(lines),
+        env,
+        "parse",
+        filename="<reminder option rules>",
+        reference=_parse_options_reference,
     )
     return parse
 
@@ -629,9 +671,21 @@ def _compile_parse_options() -> Callable[[Mapping[str, Any]], ParsedOptions]:
 _parse_options = _compile_parse_options()
 
 
+def _given_reference(parsed: ParsedOptions) -> dict[str, Any]:
+    """The plain version of the generated ``ParsedOptions.given``, which specifies it: each
+    option that is not ``None``, in check order."""
+    out: dict[str, Any] = {}
+    for f in _OPTION_ORDER:
+        value = getattr(parsed, f.name)
+        if value is not None:
+            out[f.name] = value
+    return out
+
+
 def _compile_given() -> Callable[[ParsedOptions], dict[str, Any]]:
-    """``ParsedOptions.given`` as straight-line code: each option not ``None``, in spec order
-    (a reminder is made from it on every provider injection)."""
+    """``ParsedOptions.given`` as straight-line code: each option not ``None``, in check order
+    (a reminder is made from it on every provider injection); :func:`_given_reference` is the
+    plain version."""
     lines = ["def given(parsed):", "    out = {}"]
     for f in _OPTION_ORDER:
         lines += [
@@ -640,8 +694,12 @@ def _compile_given() -> Callable[[ParsedOptions], dict[str, Any]]:
             f"        out[{f.name!r}] = value",
         ]
     lines.append("    return out")
-    given: Callable[[ParsedOptions], dict[str, Any]] = _function(
-        lines, "<reminder options given>", {}
+    given: Callable[[ParsedOptions], dict[str, Any]] = compile_function(
+        "\n".join(lines),
+        {},
+        "given",
+        filename="<reminder options given>",
+        reference=_given_reference,
     )
     return given
 
@@ -672,13 +730,14 @@ _OPTION_DEFAULTS: dict[str, Any] = {
 }
 
 
-# -- bridge payloads with a caller's grant (spec 04 §3) ----------------------------------------
+# -- bridge payloads with a caller's grant (docs/protocol.md, session/remind) -------------------
 
 _PAYLOAD_FIELDS: tuple[Field, ...] = tuple(f for f in FIELDS if f.payload)
 _ROW_FIELDS: tuple[Field, ...] = tuple(f for f in _PAYLOAD_FIELDS if f.name != "id")
 
 
-# Spec 04 §3 order of the field checks, first failure wins (the key checks come before).
+# The order of a pushed reminder's field checks, first failure wins (the checks of its keys
+# come before): the one error a client sees for a payload with several bad fields.
 _PAYLOAD_ORDER: tuple[str, ...] = (
     "ttl_turns",
     "fired_at_turn",
@@ -782,6 +841,47 @@ def check_meta(meta: object, name: str = "_meta") -> dict[str, Any] | None:
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def _payload_fields_reference(
+    payload: Mapping[str, Any], grant: Authority, max_body_bytes: int
+) -> dict[str, Any]:
+    """The plain version of the generated payload checks, which specifies them: in
+    ``_PAYLOAD_ORDER``, first failure wins, a given value (not ``None``) goes through its
+    field's rule (code ``RMD-002`` unless the field has its own) and a missing one takes its
+    default (``authority``: the grant; ``id``: ``None``); ``source`` may only be ``bridge``,
+    ``authority`` may not rise above the grant, the body must fit ``max_body_bytes``, the tags,
+    the dedupe key and the id their limits. The result has every payload field in table
+    order, in JSON form (``None`` stays ``None``)."""
+    checked: dict[str, Any] = {}
+    for name in _PAYLOAD_ORDER:
+        value: Any = payload.get(name)
+        if name == "source":
+            if value is not None and value != Source.BRIDGE:
+                raise _bad_source(value)
+            continue
+        f = _BY_NAME[name]
+        if value is not None or f.required:
+            value = f.rule(value, name, f.code or "RMD-002")
+        elif name == "authority":
+            value = grant
+        else:
+            value = None if f.factory is not None else f.default
+        if name == "authority" and AUTHORITY_RANK[value] < AUTHORITY_RANK[grant]:
+            raise _above_grant(value, grant)
+        if name == "body" and (size := _utf8_size(value)) > max_body_bytes:
+            raise over_limit(name, size, max_body_bytes)
+        if name == "tags":
+            _check_tags(value)
+        limit = _SIZE_LIMITS.get(name)
+        if limit is not None and value is not None and (size := _utf8_size(value)) > limit:
+            raise over_limit(name, size, limit)
+        checked[name] = value
+    out: dict[str, Any] = {}
+    for f in _PAYLOAD_FIELDS:
+        value = "bridge" if f.name == "source" else checked[f.name]
+        out[f.name] = value if f.wire is None or value is None else f.wire(value)
+    return out
+
+
 def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], dict[str, Any]]:
     """Build the field checks of :func:`validate_reminder_payload` from the table as
     straight-line code (as ``check_record`` is built; every ``session/remind`` runs it). In
@@ -789,7 +889,8 @@ def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], d
     ``RMD-002`` unless the field has its own), a missing one takes its default (``authority``:
     the grant; ``id``: ``None``, the caller makes one); ``source`` may only be ``bridge``,
     ``authority`` may not rise above the grant, the body (required) must fit the limit. The
-    result has every payload field in table order, in JSON form."""
+    result has every payload field in table order, in JSON form.
+    :func:`_payload_fields_reference` is the plain version."""
     env: dict[str, Any] = {
         "RANK": AUTHORITY_RANK,
         "BRIDGE": Source.BRIDGE,
@@ -849,8 +950,12 @@ def _compile_payload_fields() -> Callable[[Mapping[str, Any], Authority, int], d
                 value = f"None if v_{f.name} is None else {value}"
         items.append(f"{f.name!r}: {value}")
     lines.append(f"    return {{{', '.join(items)}}}")
-    compiled: Callable[[Mapping[str, Any], Authority, int], dict[str, Any]] = _function(
-        lines, "<reminder payload rules>", env
+    compiled: Callable[[Mapping[str, Any], Authority, int], dict[str, Any]] = compile_function(
+        "\n".join(lines),
+        env,
+        "payload_fields",
+        filename="<reminder payload rules>",
+        reference=_payload_fields_reference,
     )
     return compiled
 
@@ -864,7 +969,7 @@ def validate_reminder_payload(
     grant: Authority = Authority.CONTRACT,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> dict[str, Any]:
-    """Validate a pushed reminder (spec 04 §3, first failure wins) and return its fields.
+    """Validate a pushed reminder (first failure wins) and return its fields.
 
     The result has every payload field (snake_case, JSON form) with defaults filled in;
     ``source`` is always ``bridge``; a missing ``authority`` takes ``grant``; ``id`` is kept
@@ -889,11 +994,11 @@ def validate_reminder_payload(
 
 
 def pending_row_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """The reminder fields of a 04 §3 pending row, camelCase, from a validated payload."""
+    """The reminder fields of a bridge pending row, camelCase, from a validated payload."""
     return {f.camel: list(v) if isinstance(v := payload[f.name], list) else v for f in _ROW_FIELDS}
 
 
-# -- lenient stored events (spec 01 §4) --------------------------------------------------------
+# -- lenient stored events ---------------------------------------------------------------------
 
 
 def lenient_values(payload: Mapping[str, Any]) -> dict[str, Any]:
