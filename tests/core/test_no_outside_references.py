@@ -20,8 +20,6 @@ NOT_YET_CLEANED = [
     "loop/run.py",
     "integrations/driver.py",
     "integrations/claude_code.py",
-    "_core/fields.py",
-    "_core/frozen.py",
     "_core/errors.py",
 ]
 

@@ -26,10 +26,10 @@ import agent_reminders
 from agent_reminders import Authority, Propagate, ReminderError, RoleHint, Source
 
 # The one suite that reads private modules, on purpose: what it tests is the generated code
-# and its reference versions themselves, which no public name reaches. Tests otherwise import
-# only public modules (tests/core/test_layout.py).
-_compiled: Any = importlib.import_module("agent_reminders._core._compiled")
-fields: Any = importlib.import_module("agent_reminders._core.fields")
+# and its reference versions themselves, which no public name reaches (the exemption is
+# named in tests/core/test_layout.py).
+from agent_reminders._core import _compiled, fields
+
 GENERATED: dict[str, Any] = _compiled.GENERATED
 Generated: Any = _compiled.Generated
 generated: Callable[..., Any] = _compiled.generated
