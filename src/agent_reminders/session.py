@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ._core.channels import Channel, ChannelSetting, check_channel, placement
 from ._core.commit import commit_directives
@@ -61,6 +60,7 @@ __all__ = [
 ]
 
 CHECKPOINT = "loop.checkpoint"
+_T = TypeVar("_T")
 
 
 @fast_init
@@ -573,9 +573,57 @@ class Session:
         """
         if not self.fires_blocking(event, payload or {}):
             return self.fire(event, payload)
+        return await self.offload(self.fire, event, payload)
+
+    async def offload(self, fire: Callable[..., _T], *args: Any) -> _T:
+        """``fire(*args)`` in a worker thread: how every async caller evaluates an event that
+        :meth:`fires_blocking` says is blocking (with hooks, their whole dispatch), so a
+        provider's file or SQLite I/O never stalls the event loop. Callers ask
+        :meth:`fires_blocking` first and fire inline otherwise, without this coroutine."""
         import anyio.to_thread
 
-        return await anyio.to_thread.run_sync(functools.partial(self.fire, event, payload))
+        return await anyio.to_thread.run_sync(fire, *args)
+
+    # -- the session's start ----------------------------------------------------------------
+
+    def start(
+        self,
+        task: str | None = None,
+        *,
+        again: bool = False,
+        fire: Callable[[str, Mapping[str, Any]], object] | None = None,
+    ) -> bool:
+        """Fire ``session_start`` with ``{"task": task}`` if the session has not started, and
+        mark it :attr:`started`; returns whether it fired.
+
+        A session starts once in its life: ``started`` is part of its saved state, so a
+        restored session (a new run, another process) does not start again. It is marked
+        before the event fires, so a provider that fails does not make the next run fire it
+        a second time. ``again=True`` fires it on a started session too, for a host whose
+        context was cleared or replaced by a summary (it lost what the start told it).
+        ``fire`` fires the event in place of :meth:`fire` (``agent_loop`` and the
+        integrations go through their hooks).
+        """
+        if self.started and not again:
+            return False
+        self.started = True
+        (self.fire if fire is None else fire)("session_start", {"task": task})
+        return True
+
+    async def astart(
+        self,
+        task: str | None = None,
+        *,
+        again: bool = False,
+        fire: Callable[[str, Mapping[str, Any]], Awaitable[object]] | None = None,
+    ) -> bool:
+        """:meth:`start` for async code: ``fire`` is awaited (default :meth:`afire`, which
+        runs blocking providers in a worker thread)."""
+        if self.started and not again:
+            return False
+        self.started = True
+        await (self.afire if fire is None else fire)("session_start", {"task": task})
+        return True
 
     # -- seams ------------------------------------------------------------------------------
 

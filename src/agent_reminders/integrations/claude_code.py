@@ -1,4 +1,4 @@
-"""Claude Code hooks (spec 05 §4): the library's reminders in a Claude Code session.
+"""Claude Code hooks: the library's reminders in a Claude Code session (``docs/claude-code.md``).
 
 ``agent-reminders hook claude-code`` is a Claude Code hook command. Each run reads one hook
 input (a JSON object) on stdin, loads the library session of that Claude Code ``session_id``
@@ -44,7 +44,7 @@ from .._core.envelope import EnvelopeStyle, check_style, render_envelope
 from .._core.errors import AgentRemindersError, ConfigError
 from .._core.records import Reminder
 from .._core.request import ToolCall, ToolResult
-from ..loop.run import fire_event, neutralized, tool_event_payload
+from ..loop.steps import Steps
 from ..session import Session
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class HookInputError(ConfigError):
     """A hook input that is not a JSON object or lacks a field its event needs."""
 
 
-# The fields each event needs besides session_id and hook_event_name (05 §4).
+# The fields each event needs besides session_id and hook_event_name (the rest is optional).
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "UserPromptSubmit": ("prompt",),
     "PostToolUse": ("tool_name", "tool_response"),
@@ -93,6 +93,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 }
 # The events that precede a model call: each counts as one turn for TTLs.
 _TURN_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure"})
+# The loop's steps, as a hook runs them: no hooks, the session's own queue.
+_STEPS = Steps()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +140,7 @@ def project_dir(hook_input: Mapping[str, Any], env: Mapping[str, str]) -> Path:
 
 
 def check_hook_input(value: object) -> dict[str, Any]:
-    """``value`` if it is a hook input this module can map (05 §4), else one clear error.
+    """``value`` if it is a hook input this module can map, else one clear error.
 
     Raises:
         HookInputError: not a JSON object, no ``session_id`` / ``hook_event_name``, or a
@@ -165,7 +167,7 @@ def _session_config(project: Path) -> dict[str, Any]:
 
 
 def _tool_result(event: str, response: object) -> ToolResult:
-    """A tool response as the result the providers read.
+    """A tool response as the tool's result (its output is neutralized as the loop's is).
 
     A ``Bash`` response gives its stdout and stderr; when Claude Code kept a large output in
     a file and showed the model only a preview (``persistedOutputPath``), the result is
@@ -190,7 +192,7 @@ def _tool_result(event: str, response: object) -> ToolResult:
         code = response.get("exit_code", response.get("returncode"))
         if type(code) is int and code != 0:
             ok = False
-    return neutralized(ToolResult(content=text, ok=ok, truncated=truncated, original_size=size))
+    return ToolResult(content=text, ok=ok, truncated=truncated, original_size=size)
 
 
 def _preserve_text(reminders: Sequence[Reminder]) -> str:
@@ -205,21 +207,24 @@ def _preserve_text(reminders: Sequence[Reminder]) -> str:
     return "\n".join(lines)
 
 
-def _deliver(session: Session, seam: str | None, *, counts_as_turn: bool) -> str:
-    """Drain at ``seam`` (if any), commit the envelope; the text of what is new for the model."""
+def _deliver(session: Session, seam: str | None) -> str:
+    """The loop's steps before a model call that Claude Code is about to make: drain at
+    ``seam`` (``iteration_start`` before a prompt, ``post_tool_dispatch`` after a tool), commit
+    the envelope and age its reminders at once (each such event is one turn: Claude Code
+    calls the model once after it). Without a seam (a session's start), only the commit,
+    which counts as no turn. The text of what is new for the model."""
     before = len(session.transcript)
-    if seam is not None:
-        session.run_seam(seam)
-    request = session.prepare_request()
-    if counts_as_turn:
-        session.post_turn(request.turn)
+    if seam is None:
+        request = _STEPS.commit(session)
+    else:
+        if seam == "iteration_start":
+            request = _STEPS.before_call(session)
+        else:
+            _STEPS.post_dispatch(session)
+            request = _STEPS.commit(session)
+        _STEPS.post_turn(session, request.turn)
     new = list(request.messages[before:])
     return "\n\n".join(str(m["content"]) for m in new if isinstance(m["content"], str))
-
-
-async def _start(session: Session) -> None:
-    session.started = True
-    await fire_event(session, None, "session_start", {"task": None})
 
 
 def _archived_messages(transcript_path: object) -> int:
@@ -258,8 +263,8 @@ async def _map_event(
     Provider I/O (the fact store) and reading Claude Code's transcript run in a worker
     thread, so the SDK's event loop is never blocked on disk."""
     event = hook_input["hook_event_name"]
-    if implicit_start and not session.started and event in _TURN_EVENTS:
-        await _start(session)
+    if implicit_start and event in _TURN_EVENTS:
+        await _STEPS.start(session, None)
     if event == "SessionStart":
         source = hook_input.get("source")
         if source == "compact":  # Claude Code's context is now its summary: restate
@@ -270,11 +275,10 @@ async def _map_event(
             session.compact(keep_last=0, summary=_COMPACTED, archived_messages=archived)
         # A resumed session keeps what it was told (Claude Code reloads its transcript);
         # a new, cleared or compacted context gets the session start's facts again.
-        if not session.started or source in ("clear", "compact"):
-            await _start(session)
-        return _deliver(session, None, counts_as_turn=False)
+        await _STEPS.start(session, None, again=source in ("clear", "compact"))
+        return _deliver(session, None)
     if event == "UserPromptSubmit":
-        return _deliver(session, "iteration_start", counts_as_turn=True)
+        return _deliver(session, "iteration_start")
     if event in ("PostToolUse", "PostToolUseFailure"):
         arguments = hook_input.get("tool_input")
         call = ToolCall(
@@ -282,9 +286,10 @@ async def _map_event(
             name=str(hook_input["tool_name"]),
             arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
         )
-        result = _tool_result(event, hook_input.get("tool_response", hook_input.get("error")))
-        await fire_event(session, None, "post_tool_use", tool_event_payload(call, result))
-        return _deliver(session, "post_tool_dispatch", counts_as_turn=True)
+        given = _tool_result(event, hook_input.get("tool_response", hook_input.get("error")))
+        result, _ = _STEPS.finish_tool(session, call, given)
+        await _STEPS.tool_used(session, call, result)
+        return _deliver(session, "post_tool_dispatch")
     if event == "PreCompact":
         return _preserve_text(session.transcript.reminders)
     if event == "SubagentStart":

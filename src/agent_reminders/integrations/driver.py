@@ -34,6 +34,10 @@ envelopes), which is all it needs to know what is committed; the framework's own
 stay the framework's. Each step has a synchronous and an asynchronous form (frameworks call
 either); they differ only in how provider events are fired (the async form runs blocking
 providers in a worker thread).
+
+The steps themselves are those of ``agent_loop`` (:class:`~agent_reminders.loop.steps.Steps`),
+in the loop's order; the driver only decides when each runs: a request's reminders age when
+the framework comes back for the next model call, or when the run ends.
 """
 
 from __future__ import annotations
@@ -49,13 +53,7 @@ from .._core.records import Message
 from .._core.request import ModelInfo, ToolCall, ToolResult, Usage
 from ..capabilities import ModelCapabilities, capabilities_for
 from ..hooks import Hooks
-from ..loop.run import (
-    budget_payload,
-    fire_event,
-    fire_event_sync,
-    neutralized,
-    tool_event_payload,
-)
+from ..loop.steps import Steps
 from ..session import Session
 
 __all__ = ["Driver", "NOT_SUPPORTED", "extra_missing"]
@@ -132,14 +130,23 @@ class Driver:
             raise ConfigError(f"context_window must be a positive int; got {context_window!r}")
         if hooks is not None and not isinstance(hooks, Hooks):
             raise TypeError(f"hooks must be a Hooks, not {type(hooks).__name__}")
-        self.context_window = context_window
-        self.hooks = hooks
+        self._steps = Steps(hooks, context_window=context_window)
         self._options = dict(session_options)
         self._given = session
         # The default session: made now, so bad options fail at construction.
         self._default = session if session is not None else Session(**self._options)
         self._sessions: dict[str, Session] = {}
         self._runs: dict[str, _Run] = {}
+
+    @property
+    def context_window(self) -> int | None:
+        """What every ``on_budget_threshold`` payload gives as the context window."""
+        return self._steps.context_window
+
+    @property
+    def hooks(self) -> Hooks | None:
+        """The hooks run for provider events and around tools."""
+        return self._steps.hooks
 
     @property
     def session(self) -> Session:
@@ -169,19 +176,12 @@ class Driver:
     def _age(self, session: Session) -> None:
         run = self._run(session)
         if run.unaged is not None:
-            session.post_turn(run.unaged)
+            self._steps.post_turn(session, run.unaged)
             run.unaged = None
 
-    def _start_payload(self, session: Session, task: str | None) -> dict[str, Any] | None:
-        if session.started:
-            return None
-        session.started = True
-        return {"task": task}
-
     def _commit(self, session: Session) -> list[Message]:
-        session.run_seam("iteration_start")
         run = self._run(session)
-        request = session.prepare_request()
+        request = self._steps.before_call(session)
         run.unaged = request.turn
         added = list(request.messages[run.sent :])
         run.sent = len(request.messages)
@@ -192,23 +192,16 @@ class Driver:
         user messages, then the envelope, when there is one); ``task`` is the run's first user
         text, for ``session_start``."""
         self._age(session)
-        start = self._start_payload(session, task)
-        if start is not None:
-            fire_event_sync(session, self.hooks, "session_start", start)
+        self._steps.start_sync(session, task)
         return self._commit(session)
 
     async def abefore_model(self, session: Session, *, task: str | None = None) -> list[Message]:
         """:meth:`before_model` for async frameworks."""
         self._age(session)
-        start = self._start_payload(session, task)
-        if start is not None:
-            await fire_event(session, self.hooks, "session_start", start)
+        await self._steps.start(session, task)
         return self._commit(session)
 
     # -- after the model call -----------------------------------------------------------------
-
-    def _budget(self, usage: Usage | Mapping[str, Any] | None, model: str | None) -> dict[str, Any]:
-        return budget_payload(_usage(usage), self.context_window, model)
 
     def after_model(
         self,
@@ -220,7 +213,7 @@ class Driver:
         """``on_budget_threshold`` with the usage of the call that just ended (not a run's
         running total): a :class:`~agent_reminders.Usage` or a mapping with
         ``input_tokens`` / ``output_tokens`` (and optionally ``cached_input_tokens``)."""
-        fire_event_sync(session, self.hooks, "on_budget_threshold", self._budget(usage, model))
+        self._steps.after_call_sync(session, _usage(usage), model)
 
     async def aafter_model(
         self,
@@ -230,40 +223,27 @@ class Driver:
         model: str | None = None,
     ) -> None:
         """:meth:`after_model` for async frameworks."""
-        await fire_event(session, self.hooks, "on_budget_threshold", self._budget(usage, model))
+        await self._steps.after_call(session, _usage(usage), model)
 
     # -- tools --------------------------------------------------------------------------------
 
     def before_tool(self, session: Session, call: ToolCall) -> tuple[ToolCall, str | None]:
         """Run the ``pre`` tool hooks: the call (arguments possibly modified) and the reason
         when a hook blocked it (``None``: run it)."""
-        if self.hooks is None:
-            return call, None
-        actions, _ = self.hooks.run_pre(call, session)
-        blocked: str | None = None
-        for action in actions:
-            if action["action"] in ("block", "deny"):
-                blocked = str(action.get("reason") or "blocked by a hook")
-            elif action["action"] == "modify":
-                call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
+        call, blocked, _ = self._steps.before_tool(session, call)
         return call, blocked
-
-    def _finish_tool(self, session: Session, call: ToolCall, result: ToolResult) -> ToolResult:
-        if self.hooks is not None:
-            result, _ = self.hooks.run_post(call, result, session)
-        return neutralized(result)
 
     def after_tool(self, session: Session, call: ToolCall, result: ToolResult) -> ToolResult:
         """The tool's result as the model must see it (post hooks run, output neutralized),
         after firing ``post_tool_use``."""
-        final = self._finish_tool(session, call, result)
-        fire_event_sync(session, self.hooks, "post_tool_use", tool_event_payload(call, final))
+        final, _ = self._steps.finish_tool(session, call, result)
+        self._steps.tool_used_sync(session, call, final)
         return final
 
     async def aafter_tool(self, session: Session, call: ToolCall, result: ToolResult) -> ToolResult:
         """:meth:`after_tool` for async frameworks."""
-        final = self._finish_tool(session, call, result)
-        await fire_event(session, self.hooks, "post_tool_use", tool_event_payload(call, final))
+        final, _ = self._steps.finish_tool(session, call, result)
+        await self._steps.tool_used(session, call, final)
         return final
 
     # -- the model and the channel ------------------------------------------------------------
@@ -307,7 +287,7 @@ class Driver:
     def end_run(self, session: Session) -> None:
         """The run ended: age the last request's reminders and run seam ``loop_exit``."""
         self._age(session)
-        session.run_seam("loop_exit")
+        self._steps.end(session)
 
 
 def _usage(value: Usage | Mapping[str, Any] | None) -> Usage | None:

@@ -80,7 +80,7 @@ from .._core.envelope import message_text, neutralize_content, neutralize_untrus
 from .._core.records import Message
 from .._core.request import ModelInfo, ToolCall, ToolResult, Usage
 from ..hooks import Hooks
-from ..loop.run import blocked_result
+from ..loop.steps import blocked_result
 from ..session import Session
 
 __all__ = ["ReminderCapability"]

@@ -1,15 +1,17 @@
-"""The agent loop: model calls, tools, seams, provider events and hooks (spec 02 §3)."""
+"""The agent loop: model calls, tools, seams, provider events and hooks.
+
+``agent_loop`` runs every step of :mod:`agent_reminders.loop.steps` in order, calling the
+model and the tools itself; ``docs/session-loop.md`` describes the loop.
+"""
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import CoroutineType
 from typing import Any, Literal, Protocol
 
-from .._core.envelope import neutralize_untrusted
 from .._core.errors import ConfigError
 from .._core.records import Message
 from .._core.request import (
@@ -21,12 +23,19 @@ from .._core.request import (
     ToolCall,
     ToolReceipt,
     ToolResult,
-    Usage,
 )
 from ..hooks import Hooks
-from ..providers.base import command_of
 from ..queue import InjectionQueue
 from ..session import ReminderOptions, Session
+from .steps import (
+    Steps,
+    blocked_result,
+    budget_payload,
+    fire_event,
+    fire_event_sync,
+    neutralized,
+    tool_event_payload,
+)
 
 __all__ = [
     "Cancel",
@@ -79,79 +88,6 @@ class LoopResult:
         )
 
 
-async def fire_event(
-    session: Session, hooks: Hooks | None, name: str, payload: Mapping[str, Any]
-) -> None:
-    """Fire a provider event on ``session`` (through ``hooks`` when given).
-
-    When a provider of the event is ``blocking``, the evaluation — with hooks, the whole
-    synchronous dispatch — runs in a worker thread, so its I/O never stalls the event loop.
-    """
-    if not session.fires_blocking(name, payload):
-        if hooks is None:
-            session.fire(name, payload)
-        else:
-            hooks.dispatch(name, payload, session=session)
-        return
-    import anyio.to_thread
-
-    if hooks is None:
-        await anyio.to_thread.run_sync(functools.partial(session.fire, name, payload))
-    else:
-        dispatch = functools.partial(hooks.dispatch, name, payload, session=session)
-        await anyio.to_thread.run_sync(dispatch)
-
-
-def fire_event_sync(
-    session: Session, hooks: Hooks | None, name: str, payload: Mapping[str, Any]
-) -> None:
-    """:func:`fire_event` for synchronous callers (blocking providers run in this thread)."""
-    if hooks is None:
-        session.fire(name, payload)
-    else:
-        hooks.dispatch(name, payload, session=session)
-
-
-def tool_event_payload(call: ToolCall, result: ToolResult) -> dict[str, Any]:
-    """The ``post_tool_use`` payload (02 §3) of a finished call."""
-    return {
-        "tool_name": call.name,
-        "arguments": dict(call.arguments),
-        "command": command_of(call.arguments),
-        "result": result.to_dict(),
-    }
-
-
-def budget_payload(
-    usage: Usage | None, context_window: int | None, model: str | None
-) -> dict[str, Any]:
-    """The ``on_budget_threshold`` payload (02 §3): the usage of the model call that just
-    ended, the context window (``None``: the provider's config decides) and the model name."""
-    return {
-        "usage": None if usage is None else usage.to_dict(),
-        "context_window": context_window,
-        "model": model,
-    }
-
-
-def blocked_result(reason: str) -> ToolResult:
-    """The result of a tool call that a ``pre`` hook blocked: the model is told why."""
-    return ToolResult(content=f"Tool call blocked: {reason}", ok=False)
-
-
-def neutralized(result: ToolResult) -> ToolResult:
-    """``result`` with its content through ``neutralize_untrusted`` (tool output is untrusted)."""
-    content = neutralize_untrusted(result.content)
-    if content is result.content:  # nothing to defang
-        return result
-    return ToolResult(
-        content=content,
-        ok=result.ok,
-        truncated=result.truncated,
-        original_size=result.original_size,
-    )
-
-
 class _CancelledError(Exception):
     """Raised at a seam when ``cancel`` is set; never leaves :func:`agent_loop`."""
 
@@ -182,8 +118,10 @@ def _calls(message: Message) -> list[ToolCall]:
     ]
 
 
-class _Run:
-    """The state of one ``agent_loop`` call."""
+class _Run(Steps):
+    """The state of one ``agent_loop`` call, and the steps it runs on its session."""
+
+    __slots__ = ("cancel", "max_tool_output", "model", "receipts", "requests", "session")
 
     def __init__(
         self,
@@ -196,25 +134,20 @@ class _Run:
         max_tool_output: int | None,
         cancel: Cancel | None,
     ) -> None:
+        super().__init__(hooks, queue=queue, context_window=context_window)
         self.session = session
         self.model = model
         if tools:  # the loop's tools are what the session offers; else the session's own
             session.sync_tools(tools)
-        self.hooks = hooks
-        self.queue = queue
-        self.context_window = context_window
         self.max_tool_output = max_tool_output
         self.cancel = cancel
         self.requests: list[ModelRequest] = []
         self.receipts: list[ToolReceipt] = []
 
-    def seam(self, name: str, iteration: int, *, pending_tools: bool = False) -> bool:
-        if name != "loop_exit" and self.cancel is not None and self.cancel.is_set():
+    def go_on(self) -> None:
+        """Before every seam but ``loop_exit``: stop the run when ``cancel`` is set."""
+        if self.cancel is not None and self.cancel.is_set():
             raise _CancelledError
-        done = self.session.run_seam(
-            name, queue=self.queue, iteration=iteration, pending_tools=pending_tools
-        )
-        return done.dispatch_skipped
 
     def tool_message(self, call: ToolCall, content: str) -> None:
         self.session.append(
@@ -223,20 +156,12 @@ class _Run:
 
     async def run_tool(self, call: ToolCall) -> None:
         session = self.session
-        receipts: list[dict[str, Any]] = []
-        blocked: str | None = None
-        if self.hooks is not None:
-            actions, receipts = self.hooks.run_pre(call, session)
-            for action in actions:
-                if action["action"] in ("block", "deny"):
-                    blocked = str(action.get("reason") or "blocked by a hook")
-                elif action["action"] == "modify":  # hooks checked: arguments is a mapping
-                    call = ToolCall(id=call.id, name=call.name, arguments=dict(action["arguments"]))
-        tool = self.session.tool(call.name)
+        call, blocked, receipts = self.before_tool(session, call)
+        tool = session.tool(call.name)
         if blocked is not None:
             result = blocked_result(blocked)
         elif tool is None:
-            known = ", ".join(sorted(t.name for t in self.session.tools)) or "none"
+            known = ", ".join(sorted(t.name for t in session.tools)) or "none"
             result = ToolResult(
                 content=f"Unknown tool {call.name!r}; available: {known}.", ok=False
             )
@@ -247,15 +172,10 @@ class _Run:
                 result = ToolResult(
                     content=f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", ok=False
                 )
-        result = _truncate(result, self.max_tool_output)
-        if self.hooks is not None:
-            result, more = self.hooks.run_post(call, result, session)
-            receipts.extend(more)
-        result = neutralized(result)
+        result, more = self.finish_tool(session, call, _truncate(result, self.max_tool_output))
+        receipts.extend(more)
         self.tool_message(call, result.content)
-        await fire_event(
-            self.session, self.hooks, "post_tool_use", tool_event_payload(call, result)
-        )
+        await self.tool_used(session, call, result)
         self.receipts.append(
             ToolReceipt(tool_call_id=call.id, tool_name=call.name, ok=result.ok, reminders=receipts)
         )
@@ -263,8 +183,8 @@ class _Run:
     async def iterate(self, turn: int) -> Message | None:
         """One iteration; returns the final message when the model made no tool call."""
         session = self.session
-        self.seam("iteration_start", turn)
-        request = session.prepare_request(turn=turn)
+        self.go_on()
+        request = self.before_call(session, turn)
         self.requests.append(request)
         called = self.model(request)
         if type(called) is not CoroutineType and not inspect.isawaitable(called):
@@ -278,23 +198,19 @@ class _Run:
             raise TypeError(f"the model returned {type(response).__name__}, not a ModelResponse")
         message = response.message
         session.append(message)
-        await fire_event(
-            self.session,
-            self.hooks,
-            "on_budget_threshold",
-            budget_payload(
-                response.usage,
-                self.context_window,
-                getattr(self.model, "name", None) or type(self.model).__name__,
-            ),
+        await self.after_call(
+            session,
+            response.usage,
+            getattr(self.model, "name", None) or type(self.model).__name__,
         )
         calls = _calls(message)
         try:
-            skipped = self.seam("pre_tool_dispatch", turn, pending_tools=bool(calls))
+            self.go_on()
         except _CancelledError:
             for call in calls:
                 self.tool_message(call, SKIPPED_FOR_CANCEL)
             raise
+        skipped = self.pre_dispatch(session, turn, bool(calls))
         for call in calls:
             if skipped:
                 self.tool_message(call, SKIPPED_FOR_INTERRUPT)
@@ -303,34 +219,15 @@ class _Run:
                 )
             else:
                 await self.run_tool(call)
-        self.seam("post_tool_dispatch", turn)
-        await fire_event(
-            self.session,
-            self.hooks,
-            "post_step",
-            {
-                "iteration": turn,
-                "tool_calls": [
-                    {
-                        "tool_name": c.name,
-                        "arguments": dict(c.arguments),
-                        "command": command_of(c.arguments),
-                    }
-                    for c in calls
-                ],
-                "dispatch_skipped": skipped,
-            },
-        )
-        self.seam("iteration_end", turn)
-        session.post_turn(turn)
+        self.go_on()
+        self.post_dispatch(session, turn)
+        await self.post_step(session, turn, calls, skipped)
+        self.go_on()
+        self.iteration_end(session, turn)
+        self.post_turn(session, turn)
         if calls:
             return None
-        await fire_event(
-            self.session,
-            self.hooks,
-            "post_agent_turn",
-            {"iteration": turn, "final_message": message},
-        )
+        await self.agent_turn(session, turn, message)
         return message
 
 
@@ -427,11 +324,7 @@ async def agent_loop(
         session.model = info
     if task is not None:
         session.append({"role": "user", "content": task if isinstance(task, str) else list(task)})
-    if not session.started:
-        session.started = True
-        await fire_event(
-            session, hooks, "session_start", {"task": task if isinstance(task, str) else None}
-        )
+    await run.start(session, task if isinstance(task, str) else None)
     status: LoopStatus = "completed"
     final: Message | None = None
     iterations = 0
@@ -447,7 +340,7 @@ async def agent_loop(
     except _CancelledError:
         status = "cancelled"
     finally:
-        run.seam("loop_exit", session.turn)
+        run.end(session, session.turn)
     return LoopResult(
         session=session,
         final_message=final,
