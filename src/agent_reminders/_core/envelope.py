@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .channels import Channel, ChannelSetting, check_channel, is_downgrade
-from .errors import ReminderError
+from .errors import ReminderOptionError
 from .events import EventLog, Kind, check_log
 from .fields import FIRED_EVENT_FIELDS, event_fields
 from .frozen import fast_init
@@ -196,9 +196,7 @@ def check_style(style: object) -> EnvelopeStyle:
         return "context_directives"
     if style == "system_reminder":
         return "system_reminder"
-    raise ReminderError(
-        "RMD-001", f"style must be one of {', '.join(map(repr, STYLES))}; got {style!r}"
-    )
+    raise ReminderOptionError(f"style must be one of {', '.join(map(repr, STYLES))}; got {style!r}")
 
 
 def render_envelope(
@@ -223,7 +221,7 @@ def render_envelope(
     items = list(reminders)
     checked = check_style(style)
     if not items:
-        raise ReminderError("RMD-001", "reminders is empty: an envelope needs at least one")
+        raise ReminderOptionError("reminders is empty: an envelope needs at least one")
     for item in items:
         if not isinstance(item, Reminder):
             raise TypeError(f"expected Reminder items, not {type(item).__name__}")
@@ -272,8 +270,7 @@ def check_nonce(value: object) -> str | None:
         isinstance(value, str) and 8 <= len(value) <= 64 and _NONCE.fullmatch(value)
     ):
         return value
-    raise ReminderError(
-        "RMD-001",
+    raise ReminderOptionError(
         f"nonce must be None or 8 to 64 letters, digits, '-' or '_'; got {value!r}",
     )
 
@@ -357,9 +354,7 @@ def check_instructions(value: object, name: str = "instructions") -> Instruction
     """Validate an instructions mode (``auto``, ``always``, ``never``)."""
     if value == "auto" or value == "always" or value == "never":
         return value
-    raise ReminderError(
-        "RMD-001", f"{name} must be one of 'auto', 'always', 'never'; got {value!r}"
-    )
+    raise ReminderOptionError(f"{name} must be one of 'auto', 'always', 'never'; got {value!r}")
 
 
 @fast_init
@@ -612,7 +607,7 @@ def commit_directives(
 
     blocks = [copy_json(b) for b in extra_blocks]
     if blocks and role != "system":
-        raise ReminderError("RMD-001", "extra_blocks go on the system channel only")
+        raise ReminderOptionError("extra_blocks go on the system channel only")
     # Only an entry whose id is in no message can be new; none such: skip the projection.
     uncommitted = transcript.uncommitted_ids
     fresh = (
