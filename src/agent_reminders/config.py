@@ -100,7 +100,7 @@ def parse_reminder_config(value: object) -> ReminderOptions:
         >>> parse_reminder_config({"config": {"idle_nudge": {"idle_secs": 5}}})
         Traceback (most recent call last):
         ...
-        agent_reminders._core.errors.ConfigError: RMD-104: unknown key 'idle_secs' in reminders.config.idle_nudge; known keys: idle_seconds, seconds
+        agent_reminders.ConfigError: RMD-104: unknown key 'idle_secs' in reminders.config.idle_nudge; known keys: idle_seconds, seconds
     """  # noqa: E501
     options = _parse(value)
     problems = reminder_config_problems(options)

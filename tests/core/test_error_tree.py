@@ -80,7 +80,7 @@ def test_codes_live_on_the_classes() -> None:
     assert str(QueueFullError("the queue holds 1 items already")) == (
         "RMD-102: the queue holds 1 items already"
     )
-    assert QueueFullError("x").reason is QueueErrorReason.QUEUE_FULL
+    assert QueueFullError("x").reason == QueueErrorReason.QUEUE_FULL
     assert QueueFullError("x").reason == "queue_full"
 
 

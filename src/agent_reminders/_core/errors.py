@@ -364,8 +364,8 @@ class MessageError(AgentRemindersError, ValueError):
 
 
 class QueueErrorReason(StrEnum):
-    """Why a queue operation was refused: :attr:`QueueError.reason` (a ``str`` too, so it
-    compares equal to ``"queue_full"`` …, and is that word in JSON)."""
+    """Why a queue operation was refused: the words :attr:`QueueError.reason` holds (a
+    ``StrEnum``: ``QueueErrorReason.QUEUE_FULL == "queue_full"``)."""
 
     ALREADY_DELIVERED = "already_delivered"
     UNKNOWN_REMINDER_ID = "unknown_reminder_id"
@@ -375,27 +375,21 @@ class QueueErrorReason(StrEnum):
     SESSION_EXISTS = "session_exists"
 
 
-def _reason(reason: str) -> str:
-    try:
-        return QueueErrorReason(reason)
-    except ValueError:  # a reason of a store written elsewhere: kept as given
-        return reason
-
-
 class QueueError(AgentRemindersError, ValueError):
     """A queue operation that cannot be done (``RMD-102``).
 
-    ``reason`` is a stable machine-readable word, a :class:`QueueErrorReason`:
-    ``already_delivered``, ``unknown_reminder_id``, ``missing_reminder_id`` or ``queue_full``
-    (the stores add ``unknown_session`` and ``session_exists``). Each reason has its
-    subclass (:class:`QueueFullError` …) to catch or raise it by type.
+    ``reason`` is a stable machine-readable word (a ``str``; compare it with the members of
+    :class:`QueueErrorReason`): ``already_delivered``, ``unknown_reminder_id``,
+    ``missing_reminder_id`` or ``queue_full`` (the stores add ``unknown_session`` and
+    ``session_exists``). Each reason has its subclass (:class:`QueueFullError` …) to catch or
+    raise it by type.
     """
 
     code = "RMD-102"
     reason: str
 
     def __init__(self, reason: str, message: str) -> None:
-        self.reason = _reason(reason)
+        self.reason = str(reason)  # the word itself, as it always was
         super().__init__(type(self).code, message)
 
 

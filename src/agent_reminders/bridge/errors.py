@@ -193,7 +193,9 @@ def refusal(code: int, message: str, data: dict[str, Any] | None = None) -> RpcE
     if isinstance(err, QueueError):
         reason = data.get("reason") if data else None
         default = "unknown_session" if isinstance(err, UnknownSessionError) else ""
-        err.reason = QueueErrorReason(reason) if reason in set(QueueErrorReason) else default
+        err.reason = (
+            reason if isinstance(reason, str) and reason in set(QueueErrorReason) else default
+        )
         if isinstance(err, UnknownSessionError | SessionExistsError):
             err.session_id = ""
     if isinstance(err, ModelError):

@@ -55,18 +55,19 @@ STOP_REASONS = {
 
 
 # the reminder fields of an emitted notification, camelCase and in their JSON form, taken from
-# the field table (the id travels as reminderId, beside the role it was rendered in)
-_EMITTED_FIELDS = tuple(
-    f for f in FIELDS if f.name in {"tags", "body", "role_hint", "authority", "source", "ttl_turns"}
-)
+# the field table (the id travels as reminderId; the role it was rendered in sits among them)
+_BY_NAME = {f.name: f for f in FIELDS}
+_EMITTED_HEAD = tuple(_BY_NAME[n] for n in ("tags", "body", "role_hint", "authority"))
+_EMITTED_TAIL = tuple(_BY_NAME[n] for n in ("source", "ttl_turns"))
 
 
 def _emitted(reminder: Reminder, role: str) -> dict[str, Any]:
     wire = reminder.to_dict()
     return {
         "reminderId": reminder.id,
-        **{f.camel: wire.get(f.name) for f in _EMITTED_FIELDS},
+        **{f.camel: wire.get(f.name) for f in _EMITTED_HEAD},
         "renderedRole": role,
+        **{f.camel: wire.get(f.name) for f in _EMITTED_TAIL},
     }
 
 
