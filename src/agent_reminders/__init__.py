@@ -21,19 +21,29 @@ from ._core.envelope import (
 )
 from ._core.errors import (
     AgentRemindersError,
+    AlreadyDeliveredError,
     AuditError,
+    AuthorityError,
     BridgeConnectionError,
     ConfigError,
     Diagnostic,
     FactError,
     MessageError,
+    MissingReminderIdError,
     ModelError,
+    ObservationalHookError,
+    PropagateError,
+    ProviderResultError,
     ProviderSkippedError,
     QueueError,
+    QueueErrorReason,
+    QueueFullError,
     ReminderError,
+    ReminderOptionError,
     ScriptError,
     StateError,
     StoreError,
+    UnknownReminderIdError,
     explain,
 )
 from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
@@ -76,8 +86,10 @@ from .session import SeamResult, Session, SessionState
 
 __all__ = [
     "AgentRemindersError",
+    "AlreadyDeliveredError",
     "AuditError",
     "Authority",
+    "AuthorityError",
     "BridgeConnectionError",
     "Channel",
     "ChannelSetting",
@@ -102,21 +114,28 @@ __all__ = [
     "LoopResult",
     "Message",
     "MessageError",
+    "MissingReminderIdError",
     "Model",
     "ModelCapabilities",
     "ModelError",
     "ModelInfo",
     "ModelRequest",
     "ModelResponse",
+    "ObservationalHookError",
     "PostTurn",
     "PrefixBreak",
     "Propagate",
+    "PropagateError",
     "ProviderContext",
+    "ProviderResultError",
     "ProviderSkippedError",
     "QueueError",
+    "QueueErrorReason",
+    "QueueFullError",
     "QueueItem",
     "Reminder",
     "ReminderError",
+    "ReminderOptionError",
     "ReminderOptions",
     "RoleHint",
     "ScriptError",
@@ -132,6 +151,7 @@ __all__ = [
     "ToolResult",
     "Transcript",
     "UUID7Factory",
+    "UnknownReminderIdError",
     "Usage",
     "Workspace",
     "__version__",
@@ -159,3 +179,16 @@ __all__ = [
     "render_envelope",
     "seed_inherited",
 ]
+
+
+def _public_module() -> None:
+    """Classes defined in private modules (``_core``) report this package as their module,
+    so tracebacks, ``repr`` and the docs show the path users import them from."""
+    for name in __all__:
+        found = globals()[name]
+        if isinstance(found, type) and found.__module__.startswith(f"{__name__}._"):
+            found.__module__ = __name__
+
+
+_public_module()
+del _public_module

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from ._core.errors import ReminderError
+from ._core.errors import ReminderOptionError
 
 __all__ = [
     "DEFAULT_MAX_ITERATION_BYTES",
@@ -63,29 +63,27 @@ class ReminderOptions:
 
     def __post_init__(self) -> None:
         if type(self.enabled) is not bool:
-            raise ReminderError(
-                "RMD-001", f"reminders.enabled must be a bool; got {self.enabled!r}"
-            )
+            raise ReminderOptionError(f"reminders.enabled must be a bool; got {self.enabled!r}")
         providers = self.providers
         if isinstance(providers, str) or not isinstance(providers, list | tuple):
-            raise ReminderError(
-                "RMD-001", f"reminders.providers must be a list of ids; got {providers!r}"
+            raise ReminderOptionError(
+                f"reminders.providers must be a list of ids; got {providers!r}"
             )
         for entry in providers:
             if not isinstance(entry, str) or not entry.strip("-").strip():
-                raise ReminderError(
-                    "RMD-001", f"reminders.providers entries must be ids or '-id'; got {entry!r}"
+                raise ReminderOptionError(
+                    f"reminders.providers entries must be ids or '-id'; got {entry!r}"
                 )
         object.__setattr__(self, "providers", tuple(p.strip() for p in providers))
         if not isinstance(self.config, Mapping) or not all(
             isinstance(k, str) and (v is None or isinstance(v, Mapping))
             for k, v in self.config.items()
         ):
-            raise ReminderError("RMD-001", "reminders.config must map provider ids to mappings")
+            raise ReminderOptionError("reminders.config must map provider ids to mappings")
         budget = self.max_iteration_bytes
         if type(budget) is not int:
-            raise ReminderError(
-                "RMD-001", f"reminders.max_iteration_bytes must be an int; got {budget!r}"
+            raise ReminderOptionError(
+                f"reminders.max_iteration_bytes must be an int; got {budget!r}"
             )
         object.__setattr__(self, "max_iteration_bytes", max(budget, MIN_ITERATION_BYTES))
 
@@ -101,13 +99,12 @@ def coerce_reminder_options(value: object) -> ReminderOptions:
     if value is False:
         return ReminderOptions(enabled=False)
     if not isinstance(value, Mapping):
-        raise ReminderError(
-            "RMD-001",
+        raise ReminderOptionError(
             f"reminders must be a bool, a mapping or ReminderOptions; got {type(value).__name__}",
         )
     unknown = sorted(str(k) for k in value if k not in _OPTION_KEYS)
     if unknown:
-        raise ReminderError("RMD-001", f"unknown option(s): {', '.join(unknown)}")
+        raise ReminderOptionError(f"unknown option(s): {', '.join(unknown)}")
     return ReminderOptions(**{k: value[k] for k in _OPTION_KEYS if k in value})
 
 
@@ -115,7 +112,7 @@ def _path(value: object, where: str) -> str:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str) or not value.strip():
-        raise ReminderError("RMD-001", f"{where} must be a non-blank path; got {value!r}")
+        raise ReminderOptionError(f"{where} must be a non-blank path; got {value!r}")
     return value
 
 
@@ -124,22 +121,22 @@ def parse_workspace(value: object) -> Workspace | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ReminderError("RMD-001", f"workspace must be a mapping; got {type(value).__name__}")
+        raise ReminderOptionError(f"workspace must be a mapping; got {type(value).__name__}")
     unknown = sorted(str(k) for k in value if k not in ("primary", "roots"))
     if unknown:
-        raise ReminderError("RMD-001", f"unknown workspace key(s): {', '.join(unknown)}")
+        raise ReminderOptionError(f"unknown workspace key(s): {', '.join(unknown)}")
     primary = _path(value.get("primary"), "workspace.primary")
     raw_roots = value.get("roots", [])
     if not isinstance(raw_roots, list | tuple):
-        raise ReminderError("RMD-001", "workspace.roots must be a list")
+        raise ReminderOptionError("workspace.roots must be a list")
     roots: list[WorkspaceRoot] = []
     for i, root in enumerate(raw_roots):
         if not isinstance(root, Mapping):
-            raise ReminderError("RMD-001", f"workspace.roots[{i}] must be a mapping")
+            raise ReminderOptionError(f"workspace.roots[{i}] must be a mapping")
         mode = root.get("mount_mode", "rw")
         if mode not in ("ro", "rw"):
-            raise ReminderError(
-                "RMD-001", f"workspace.roots[{i}].mount_mode must be 'ro' or 'rw'; got {mode!r}"
+            raise ReminderOptionError(
+                f"workspace.roots[{i}].mount_mode must be 'ro' or 'rw'; got {mode!r}"
             )
         roots.append(
             {"path": _path(root.get("path"), f"workspace.roots[{i}].path"), "mount_mode": mode}

@@ -29,6 +29,9 @@ __all__ = [
     "reminder_config_problems",
 ]
 
+# the public path, in tracebacks and the docs (the package root claims ReminderOptions)
+Workspace.__module__ = WorkspaceRoot.__module__ = __name__
+
 
 def parse_reminder_config(value: object) -> ReminderOptions:
     """Accept ``True``/``False``, a mapping or a :class:`ReminderOptions`, and check it.
@@ -46,7 +49,7 @@ def parse_reminder_config(value: object) -> ReminderOptions:
         >>> parse_reminder_config({"config": {"idle_nudge": {"idle_secs": 5}}})
         Traceback (most recent call last):
         ...
-        agent_reminders._core.errors.ConfigError: RMD-104: unknown key 'idle_secs' in reminders.config.idle_nudge; known keys: idle_seconds, seconds
+        agent_reminders.ConfigError: RMD-104: unknown key 'idle_secs' in reminders.config.idle_nudge; known keys: idle_seconds, seconds
     """  # noqa: E501
     options = coerce_reminder_options(value)
     problems = reminder_config_problems(options)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._core.errors import ReminderError
+from ._core.errors import ObservationalHookError, ReminderOptionError
 from ._core.fields import RECEIPT_FIELDS, event_fields
 from ._core.lifecycle import Injected
 from ._core.records import Source
@@ -75,14 +75,12 @@ class DispatchResult:
 def _action(value: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     name = value.get("action")
     if name not in ACTIONS:
-        raise ReminderError(
-            "RMD-001",
+        raise ReminderOptionError(
             f"{where}: unknown hook action {name!r}; expected one of {', '.join(sorted(ACTIONS))}",
         )
     if name == "modify" and not isinstance(value.get("arguments"), Mapping):
         # Ignoring it would run the tool with arguments the hook meant to replace.
-        raise ReminderError(
-            "RMD-001",
+        raise ReminderOptionError(
             f"{where}: a 'modify' action needs 'arguments', a mapping of the new tool "
             f"arguments; got {value.get('arguments')!r}",
         )
@@ -103,13 +101,11 @@ def collect_effects(value: object, where: str, into: HookEffects | None = None) 
         if "reminder" in value or "result" in value:
             extra = sorted(str(k) for k in value if k not in ("reminder", "result", "then"))
             if extra:
-                raise ReminderError(
-                    "RMD-001", f"{where}: unknown effect key(s): {', '.join(extra)}"
-                )
+                raise ReminderOptionError(f"{where}: unknown effect key(s): {', '.join(extra)}")
             if "reminder" in value:
                 reminder = value["reminder"]
                 if not isinstance(reminder, Mapping):
-                    raise ReminderError("RMD-001", f"{where}: 'reminder' must be a mapping")
+                    raise ReminderOptionError(f"{where}: 'reminder' must be a mapping")
                 out.reminders.append(reminder)
             if "result" in value:
                 if not isinstance(value["result"], ToolResult):
@@ -122,8 +118,7 @@ def collect_effects(value: object, where: str, into: HookEffects | None = None) 
         elif "body" in value and not ACTION_KEYS & set(value):
             out.reminders.append(value)
         else:
-            raise ReminderError(
-                "RMD-001",
+            raise ReminderOptionError(
                 f"{where}: a hook returned a mapping that is neither a reminder (needs 'body') "
                 "nor an action (needs 'action')",
             )
@@ -260,8 +255,7 @@ class Hooks:
             for fn in self._worker.get(event, []):
                 got = collect_effects(fn(event, data), f"worker hook {event!r}")
                 if got.reminders:
-                    raise ReminderError(
-                        "RMD-008",
+                    raise ObservationalHookError(
                         f"the worker hook for {event!r} returned a reminder effect, but worker "
                         "events are observational; use a session, tool, step or persona hook",
                     )

@@ -18,7 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._core.errors import QueueError, ReminderError
+from ._core.errors import (
+    AlreadyDeliveredError,
+    MissingReminderIdError,
+    QueueError,
+    QueueFullError,
+    ReminderOptionError,
+    UnknownReminderIdError,
+    payload_error,
+)
 from ._core.fields import (
     AUTHORITY_RANK,
     DEFAULT_MAX_BODY_BYTES,
@@ -128,17 +136,13 @@ def normalize_mode(mode: object) -> DeliveryMode:
     if isinstance(mode, str) and mode in MODE_ALIASES:
         return MODE_ALIASES[mode]
     allowed = ", ".join(sorted(MODE_ALIASES))
-    raise ReminderError("RMD-002", f"mode must be one of {allowed}; got {mode!r}")
-
-
-def _bad(message: str, code: str = "RMD-002") -> ReminderError:
-    return ReminderError(code, message)
+    raise payload_error(f"mode must be one of {allowed}; got {mode!r}")
 
 
 def _check_content(content: object) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         if not content.strip():
-            raise _bad("content is blank")
+            raise payload_error("content is blank")
         check_text(content, "content")
         return content
     if (
@@ -148,7 +152,7 @@ def _check_content(content: object) -> str | list[dict[str, Any]]:
     ):
         check_text(content, "content")
         return [dict(b) for b in content]
-    raise _bad("content must be a non-blank string or a non-empty list of content blocks")
+    raise payload_error("content must be a non-blank string or a non-empty list of content blocks")
 
 
 def _content_size(content: str | list[dict[str, Any]]) -> int:
@@ -183,11 +187,9 @@ class InjectionQueue:
     ) -> None:
         self.max_authority = coerce_enum(Authority, max_authority, "max_authority")
         if type(max_body_bytes) is not int or max_body_bytes <= 0:
-            raise ReminderError(
-                "RMD-001", f"max_body_bytes must be an int > 0; got {max_body_bytes!r}"
-            )
+            raise ReminderOptionError(f"max_body_bytes must be an int > 0; got {max_body_bytes!r}")
         if max_pending is not None and (type(max_pending) is not int or max_pending <= 0):
-            raise ReminderError("RMD-001", f"max_pending must be an int > 0; got {max_pending!r}")
+            raise ReminderOptionError(f"max_pending must be an int > 0; got {max_pending!r}")
         self.max_body_bytes = max_body_bytes
         self.max_pending = max_pending
         self._new_id = id_factory or new_id
@@ -206,9 +208,9 @@ class InjectionQueue:
                 or item.id in self._revoked
                 or any(i.id == item.id for i in self._items)
             ):
-                raise _bad(f"id {item.id!r} was already used in this session")
+                raise payload_error(f"id {item.id!r} was already used in this session")
             if self.max_pending is not None and len(self._items) >= self.max_pending:
-                raise QueueError("queue_full", f"the queue holds {self.max_pending} items already")
+                raise QueueFullError(f"the queue holds {self.max_pending} items already")
             self._items.append(item)
         return item.id
 
@@ -300,20 +302,18 @@ class InjectionQueue:
                 ``missing_reminder_id``.
         """
         if not isinstance(reminder_id, str) or not reminder_id.strip():
-            raise QueueError("missing_reminder_id", "reminderId is missing or blank")
+            raise MissingReminderIdError("reminderId is missing or blank")
         with self._lock:
             if reminder_id in self._revoked:
                 return "already_revoked"
             if reminder_id in self._delivered:
-                raise QueueError(
-                    "already_delivered", f"reminder {reminder_id!r} was already delivered"
-                )
+                raise AlreadyDeliveredError(f"reminder {reminder_id!r} was already delivered")
             for index, item in enumerate(self._items):
                 if item.id == reminder_id and item.kind == "reminder":
                     del self._items[index]
                     self._revoked.add(reminder_id)
                     return "revoked"
-        raise QueueError("unknown_reminder_id", f"no reminder {reminder_id!r} in this session")
+        raise UnknownReminderIdError(f"no reminder {reminder_id!r} in this session")
 
     def drain(self, seam: str) -> list[QueueItem]:
         """Take the items whose mode ``seam`` serves, FIFO, leaving the rest in order.
@@ -459,25 +459,23 @@ def check_queue_item(kind: object, id: object, mode: object, payload: object) ->
             ``RMD-001`` when a valid value is not in the queue's own canonical form.
     """
     if kind not in ("user", "reminder"):
-        raise ReminderError("RMD-001", f"kind must be 'user' or 'reminder'; got {kind!r}")
+        raise ReminderOptionError(f"kind must be 'user' or 'reminder'; got {kind!r}")
     if not isinstance(id, str) or not id.strip():
-        raise ReminderError("RMD-001", f"id must be a non-blank string; got {id!r}")
+        raise ReminderOptionError(f"id must be a non-blank string; got {id!r}")
     if not isinstance(mode, str) or mode not in {m.value for m in DeliveryMode}:
         allowed = ", ".join(m.value for m in DeliveryMode)
-        raise ReminderError("RMD-001", f"mode must be one of {allowed}; got {mode!r}")
+        raise ReminderOptionError(f"mode must be one of {allowed}; got {mode!r}")
     if not isinstance(payload, Mapping):
-        raise ReminderError("RMD-001", f"payload must be an object; got {payload!r}")
+        raise ReminderOptionError(f"payload must be an object; got {payload!r}")
     if kind == "user":
         if set(payload) != {"content"}:
-            raise ReminderError("RMD-001", "a user item's payload must be exactly {content}")
+            raise ReminderOptionError("a user item's payload must be exactly {content}")
         content = _check_content(payload["content"])
         return QueueItem(kind="user", id=id, mode=DeliveryMode(mode), payload={"content": content})
     # no body-size limit here: the limit of the queue it was pushed to already applied
     fields = validate_reminder_payload(payload, max_body_bytes=sys.maxsize)
     if fields != dict(payload) or fields["id"] != id:
-        raise ReminderError(
-            "RMD-001", "a reminder item's payload is not in the form the queue stores"
-        )
+        raise ReminderOptionError("a reminder item's payload is not in the form the queue stores")
     return QueueItem(kind="reminder", id=id, mode=DeliveryMode(mode), payload=fields)
 
 

@@ -18,7 +18,7 @@ from ._core.envelope import (
     message_text,
     neutralize_content,
 )
-from ._core.errors import ConfigError, ReminderError
+from ._core.errors import ConfigError, ReminderOptionError
 from ._core.events import EventLog, Kind
 from ._core.fields import OPTION_KEYS, ParsedOptions, coerce_enum, parse_reminder_options
 from ._core.frozen import fast_init
@@ -147,13 +147,11 @@ class Session:
         model: ModelInfo | None = None,
     ) -> None:
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise ReminderError(
-                "RMD-001", f"session_id must be a non-blank string; got {session_id!r}"
-            )
+            raise ReminderOptionError(f"session_id must be a non-blank string; got {session_id!r}")
         if not isinstance(system, str):
             raise TypeError(f"system must be a str, not {type(system).__name__}")
         if agent_id is not None and (not isinstance(agent_id, str) or not agent_id.strip()):
-            raise ReminderError("RMD-001", f"agent_id must be a non-blank string; got {agent_id!r}")
+            raise ReminderOptionError(f"agent_id must be a non-blank string; got {agent_id!r}")
         if event_log is not None and not isinstance(event_log, EventLog):
             raise TypeError(f"event_log must be an EventLog, not {type(event_log).__name__}")
         if generators is not None and not isinstance(generators, GeneratorRegistry):
@@ -462,8 +460,8 @@ class Session:
         if archived_messages is not None and (
             type(archived_messages) is not int or archived_messages < 0
         ):
-            raise ReminderError(
-                "RMD-001", f"archived_messages must be an int >= 0; got {archived_messages!r}"
+            raise ReminderOptionError(
+                f"archived_messages must be an int >= 0; got {archived_messages!r}"
             )
         done = compact(self._transcript, event_log=self.event_log, **kwargs)
         self._transcript = done.transcript

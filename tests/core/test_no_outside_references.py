@@ -13,12 +13,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "agent_reminders"
 
-# Files (under src/agent_reminders) being restructured on other branches, which clean their
-# references there. This list only shrinks: it is emptied when those branches are merged, and
-# from then on the check covers every file.
-NOT_YET_CLEANED = [
-    "_core/errors.py",
-]
 
 # What a reference to the outside specification looks like. Python's own "spec" words
 # (importlib.util.spec_from_file_location, ModuleSpec, spec= arguments), ProviderSpec,
@@ -48,8 +42,7 @@ def outside_references(path: Path) -> list[str]:
 
 
 def test_no_outside_references_in_src() -> None:
-    skipped = {SRC / name for name in NOT_YET_CLEANED}
-    files = sorted(p for p in SRC.rglob("*.py") if p not in skipped)
+    files = sorted(SRC.rglob("*.py"))
     assert len(files) > 50
     hits = [hit for path in files for hit in outside_references(path)]
     assert not hits, "references to a document outside the repository:\n" + "\n".join(hits)

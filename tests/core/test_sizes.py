@@ -18,9 +18,10 @@ FUNCTION_LIMIT = 100
 # "path" (relative to src/agent_reminders) for a file, "path:qualified.name" for a function
 KNOWN_LARGE: dict[str, int] = {
     "_core/envelope.py": 781,
+    "_core/errors.py": 705,
     "_core/fields.py": 1080,
     "_core/transcript.py": 763,
-    "bridge/client.py": 612,
+    "bridge/client.py": 614,
     "demo/scenario.py": 704,
     "facts.py": 619,
     "integrations/claude_code.py": 632,

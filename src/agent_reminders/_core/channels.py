@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from .errors import ReminderError
+from .errors import ReminderOptionError
 
 __all__ = [
     "CHANNELS",
@@ -59,7 +59,7 @@ def check_channel(value: object, name: str = "channel") -> ChannelSetting:
     """
     if value == "auto" or value == "user" or value == "system":
         return value
-    raise ReminderError("RMD-001", f"{name} must be one of 'auto', 'user', 'system'; got {value!r}")
+    raise ReminderOptionError(f"{name} must be one of 'auto', 'user', 'system'; got {value!r}")
 
 
 def _is_text(content: object) -> bool:

@@ -25,7 +25,7 @@ from .envelope import (
     project_wanted,
     spoken_by_person,
 )
-from .errors import ReminderError
+from .errors import ReminderOptionError
 from .events import EventLog, Kind, check_log
 from .fields import FIRED_EVENT_FIELDS, event_fields
 from .frozen import fast_init
@@ -89,7 +89,7 @@ def commit_directives(
 
     blocks = [copy_json(b) for b in extra_blocks]
     if blocks and role != "system":
-        raise ReminderError("RMD-001", "extra_blocks go on the system channel only")
+        raise ReminderOptionError("extra_blocks go on the system channel only")
     # Only an entry whose id is in no message can be new; none such: skip the projection.
     uncommitted = transcript.uncommitted_ids
     fresh = (

@@ -14,7 +14,7 @@ from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
 from .channels import is_downgrade
-from .errors import ReminderError
+from .errors import ReminderOptionError
 from .records import AUTHORITY_RANK, Message, Reminder, RoleHint
 
 __all__ = [
@@ -191,9 +191,7 @@ def check_style(style: object) -> EnvelopeStyle:
         return "context_directives"
     if style == "system_reminder":
         return "system_reminder"
-    raise ReminderError(
-        "RMD-001", f"style must be one of {', '.join(map(repr, STYLES))}; got {style!r}"
-    )
+    raise ReminderOptionError(f"style must be one of {', '.join(map(repr, STYLES))}; got {style!r}")
 
 
 def render_envelope(
@@ -218,7 +216,7 @@ def render_envelope(
     items = list(reminders)
     checked = check_style(style)
     if not items:
-        raise ReminderError("RMD-001", "reminders is empty: an envelope needs at least one")
+        raise ReminderOptionError("reminders is empty: an envelope needs at least one")
     for item in items:
         if not isinstance(item, Reminder):
             raise TypeError(f"expected Reminder items, not {type(item).__name__}")
@@ -267,8 +265,7 @@ def check_nonce(value: object) -> str | None:
         isinstance(value, str) and 8 <= len(value) <= 64 and _NONCE.fullmatch(value)
     ):
         return value
-    raise ReminderError(
-        "RMD-001",
+    raise ReminderOptionError(
         f"nonce must be None or 8 to 64 letters, digits, '-' or '_'; got {value!r}",
     )
 
@@ -352,9 +349,7 @@ def check_instructions(value: object, name: str = "instructions") -> Instruction
     """Validate an instructions mode (``auto``, ``always``, ``never``)."""
     if value == "auto" or value == "always" or value == "never":
         return value
-    raise ReminderError(
-        "RMD-001", f"{name} must be one of 'auto', 'always', 'never'; got {value!r}"
-    )
+    raise ReminderOptionError(f"{name} must be one of 'auto', 'always', 'never'; got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

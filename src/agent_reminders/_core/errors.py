@@ -5,29 +5,44 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Literal
 
 __all__ = [
-    "CODES",
     "AgentRemindersError",
+    "AlreadyDeliveredError",
     "AuditError",
+    "AuthorityError",
     "BridgeConnectionError",
+    "CODES",
     "ConfigError",
     "Diagnostic",
     "FactError",
     "MessageError",
     "MissingExtraError",
+    "MissingReminderIdError",
     "ModelError",
+    "ObservationalHookError",
+    "PropagateError",
+    "ProviderResultError",
     "ProviderSkippedError",
     "QueueError",
+    "QueueErrorReason",
+    "QueueFullError",
     "ReminderError",
+    "ReminderOptionError",
     "ScriptError",
+    "ScriptExhaustedError",
     "Severity",
     "StateError",
     "StoreError",
+    "UnknownReminderIdError",
     "did_you_mean",
     "explain",
+    "family_for_code",
     "missing_extra",
+    "payload_error",
+    "queue_error_class",
 ]
 
 Severity = Literal["error", "warning", "info"]
@@ -185,6 +200,14 @@ CODES: dict[str, tuple[str, str]] = {
         "is reported from a partly read file: fix or drop that line, or pick the format with "
         "--format.",
     ),
+    "RMD-112": (
+        "model script ran out",
+        "A ScriptedModel (agent_reminders.testing) was asked for more responses than its script "
+        "holds: the agent loop made more model requests than the script foresaw (a tool call "
+        "answered by another tool call, a reminder that made the model go on). The message "
+        "names how many responses the script had and the request that found it empty. Add "
+        "responses to the script, or pass loop=True to start it over.",
+    ),
 }
 
 
@@ -201,12 +224,15 @@ class AgentRemindersError(Exception):
     """The root of every error this library raises for bad input or a refused operation.
 
     Attributes:
-        code: The stable diagnostic code, e.g. ``"RMD-001"`` (see :func:`explain`).
+        code: The stable diagnostic code, e.g. ``"RMD-001"`` (see :func:`explain`). A family
+            whose errors all share one code has it as a class attribute
+            (``QueueError.code == "RMD-102"``), so a raise site names the class, never the code.
         message: What was wrong (naming the bad key or value) and how to fix it.
 
     ``str(err)`` is ``"<code>: <message>"``. Subclasses also subclass the builtin exception a
     caller would expect (``ValueError``, ``RuntimeError`` …), so ``except ValueError`` keeps
-    working.
+    working. A refusal a bridge server sends back is an ``RpcError``
+    (``agent_reminders.bridge``), also under this root; its ``code`` is the JSON-RPC code.
 
     Example:
         >>> err = ReminderError("RMD-001", "unknown option(s): colour")
@@ -232,62 +258,211 @@ class AgentRemindersError(Exception):
         return (_restore, (type(self), self.code, self.message, dict(self.__dict__)))
 
 
+# code -> the subclass ReminderError(code, message) makes (filled as the subclasses are made)
+_REMINDER_BY_CODE: dict[str, type[ReminderError]] = {}
+# reason -> the subclass of QueueError raised for it
+_QUEUE_BY_REASON: dict[str, type[QueueError]] = {}
+
+
 class ReminderError(AgentRemindersError, ValueError):
     """A reminder (options, a bridge payload, a provider result, a stored reminder) was invalid.
+
+    ``ReminderError(code, message)`` makes the subclass of that code where there is one
+    (``RMD-001`` :class:`ReminderOptionError`, ``RMD-005`` :class:`PropagateError`,
+    ``RMD-006`` :class:`ProviderResultError`, ``RMD-008`` :class:`ObservationalHookError`,
+    ``RMD-009`` :class:`AuthorityError`), so ``except AuthorityError`` catches every
+    ``RMD-009`` whichever way it was made. The other codes (``RMD-002`` …) stay a plain
+    ``ReminderError``.
 
     Example:
         >>> str(ReminderError("RMD-001", "unknown option(s): colour"))
         'RMD-001: unknown option(s): colour'
+        >>> type(ReminderError("RMD-009", "authority 'contract' is above the grant")).__name__
+        'AuthorityError'
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ReminderError:
+        if cls is ReminderError:
+            code = args[0] if args else kwargs.get("code")
+            if isinstance(code, str):
+                cls = _REMINDER_BY_CODE.get(code, cls)
+        return super().__new__(cls)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("code")
+        if isinstance(own, str):
+            _REMINDER_BY_CODE.setdefault(own, cls)
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code, message)
+
+
+class _CodedReminderError(ReminderError):
+    """A ``ReminderError`` whose code is its class's: raised as ``Subclass(message)`` (also
+    made by ``ReminderError(code, message)``, which passes the code along)."""
+
+    def __init__(self, message: str, *made_as: str) -> None:
+        if made_as:  # ReminderError(code, message): the code picked this class
+            message = made_as[0]
+        super().__init__(type(self).code, message)
+
+
+class ReminderOptionError(_CodedReminderError):
+    """An unknown option key or an invalid option value in a strict producer API, or an
+    invalid argument of one (``RMD-001``)."""
+
+    code = "RMD-001"
+
+
+class PropagateError(_CodedReminderError):
+    """An unknown ``propagate`` value (``RMD-005``)."""
+
+    code = "RMD-005"
+
+
+class ProviderResultError(_CodedReminderError):
+    """A reminder provider returned a malformed reminder spec (``RMD-006``)."""
+
+    code = "RMD-006"
+
+
+class ObservationalHookError(_CodedReminderError):
+    """An observational hook (worker lifecycle) returned a reminder effect (``RMD-008``)."""
+
+    code = "RMD-008"
+
+
+class AuthorityError(_CodedReminderError):
+    """A reminder asked for an authority above its source's grant (``RMD-009``)."""
+
+    code = "RMD-009"
+
+
+_PAYLOAD_CODE = "RMD-002"
+
+
+def payload_error(message: str) -> ReminderError:
+    """The ``RMD-002`` error (an invalid bridge or queue reminder payload).
+
+    It stays a plain :class:`ReminderError` (no subclass of its own), as it always was.
+
+    Example:
+        >>> str(payload_error("body is blank"))
+        'RMD-002: body is blank'
+    """
+    return ReminderError(_PAYLOAD_CODE, message)
 
 
 class MessageError(AgentRemindersError, ValueError):
     """A chat message or a message history does not have the neutral shape (``RMD-101``)."""
 
+    code = "RMD-101"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-101", message)
+        super().__init__(type(self).code, message)
+
+
+class QueueErrorReason(StrEnum):
+    """Why a queue operation was refused: the words :attr:`QueueError.reason` holds (a
+    ``StrEnum``: ``QueueErrorReason.QUEUE_FULL == "queue_full"``)."""
+
+    ALREADY_DELIVERED = "already_delivered"
+    UNKNOWN_REMINDER_ID = "unknown_reminder_id"
+    MISSING_REMINDER_ID = "missing_reminder_id"
+    QUEUE_FULL = "queue_full"
+    UNKNOWN_SESSION = "unknown_session"
+    SESSION_EXISTS = "session_exists"
 
 
 class QueueError(AgentRemindersError, ValueError):
     """A queue operation that cannot be done (``RMD-102``).
 
-    ``reason`` is a stable machine-readable word: ``already_delivered``,
-    ``unknown_reminder_id``, ``missing_reminder_id`` or ``queue_full``.
+    ``reason`` is a stable machine-readable word (a ``str``; compare it with the members of
+    :class:`QueueErrorReason`): ``already_delivered``, ``unknown_reminder_id``,
+    ``missing_reminder_id`` or ``queue_full`` (the stores add ``unknown_session`` and
+    ``session_exists``). Each reason has its subclass (:class:`QueueFullError` …) to catch or
+    raise it by type.
     """
 
+    code = "RMD-102"
     reason: str
 
     def __init__(self, reason: str, message: str) -> None:
-        self.reason = reason
-        super().__init__("RMD-102", message)
+        self.reason = str(reason)  # the word itself, as it always was
+        super().__init__(type(self).code, message)
+
+
+class _ReasonedQueueError(QueueError):
+    """A ``QueueError`` whose reason is its class's: raised as ``Subclass(message)``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _QUEUE_BY_REASON.setdefault(cls.reason, cls)
+
+    def __init__(self, message: str) -> None:
+        super().__init__(type(self).reason, message)
+
+
+class QueueFullError(_ReasonedQueueError):
+    """The session's queue holds ``max_pending`` items already (``reason`` ``queue_full``)."""
+
+    reason = QueueErrorReason.QUEUE_FULL
+
+
+class AlreadyDeliveredError(_ReasonedQueueError):
+    """The reminder was drained into the transcript and can no longer be revoked
+    (``reason`` ``already_delivered``)."""
+
+    reason = QueueErrorReason.ALREADY_DELIVERED
+
+
+class UnknownReminderIdError(_ReasonedQueueError):
+    """The id was never queued in this session (``reason`` ``unknown_reminder_id``)."""
+
+    reason = QueueErrorReason.UNKNOWN_REMINDER_ID
+
+
+class MissingReminderIdError(_ReasonedQueueError):
+    """The reminder id is missing or blank (``reason`` ``missing_reminder_id``)."""
+
+    reason = QueueErrorReason.MISSING_REMINDER_ID
 
 
 class FactError(AgentRemindersError, ValueError):
     """A fact does not follow ``fact.v1``, or a fact store cannot be used (``RMD-103``)."""
 
+    code = "RMD-103"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-103", message)
+        super().__init__(type(self).code, message)
 
 
 class ConfigError(AgentRemindersError, ValueError):
     """A session, loop or provider setting is unknown or has a wrong value (``RMD-104``)."""
 
+    code = "RMD-104"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-104", message)
+        super().__init__(type(self).code, message)
 
 
 class ScriptError(AgentRemindersError, ValueError):
     """A model script (``ScriptedModel``) or a scripted response is malformed (``RMD-105``)."""
 
+    code = "RMD-105"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-105", message)
+        super().__init__(type(self).code, message)
 
 
 class StateError(AgentRemindersError, ValueError):
     """A saved transcript or session state document cannot be read (``RMD-106``)."""
 
+    code = "RMD-106"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-106", message)
+        super().__init__(type(self).code, message)
 
 
 class ProviderSkippedError(AgentRemindersError, RuntimeError):
@@ -297,8 +472,10 @@ class ProviderSkippedError(AgentRemindersError, RuntimeError):
     ``error``) and goes on: a missing or unreadable fact store never stops an agent loop.
     """
 
+    code = "RMD-107"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-107", message)
+        super().__init__(type(self).code, message)
 
 
 class ModelError(AgentRemindersError, RuntimeError):
@@ -311,6 +488,7 @@ class ModelError(AgentRemindersError, RuntimeError):
         server_message: What the server said, when it said something.
     """
 
+    code = "RMD-108"
     provider: str
     status: int | None
     server_message: str | None
@@ -326,7 +504,7 @@ class ModelError(AgentRemindersError, RuntimeError):
         self.provider = provider
         self.status = status
         self.server_message = server_message
-        super().__init__("RMD-108", message)
+        super().__init__(type(self).code, message)
 
 
 class StoreError(AgentRemindersError, RuntimeError):
@@ -334,8 +512,10 @@ class StoreError(AgentRemindersError, RuntimeError):
     version, an unreachable server (``RMD-109``). The message names the file or URL; the
     store is left unchanged."""
 
+    code = "RMD-109"
+
     def __init__(self, message: str) -> None:
-        super().__init__("RMD-109", message)
+        super().__init__(type(self).code, message)
 
 
 class BridgeConnectionError(AgentRemindersError, ConnectionError):
@@ -348,11 +528,12 @@ class BridgeConnectionError(AgentRemindersError, ConnectionError):
             403: an Origin not allowed), else ``None``.
     """
 
+    code = "RMD-110"
     status: int | None
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
-        super().__init__("RMD-110", message)
+        super().__init__(type(self).code, message)
 
 
 class AuditError(AgentRemindersError, ValueError):
@@ -363,11 +544,72 @@ class AuditError(AgentRemindersError, ValueError):
             requests) that is wrong, or ``None`` when the input as a whole is (no request).
     """
 
+    code = "RMD-111"
     line: int | None
 
     def __init__(self, message: str, *, line: int | None = None) -> None:
         self.line = line
-        super().__init__("RMD-111", message)
+        super().__init__(type(self).code, message)
+
+
+class ScriptExhaustedError(AgentRemindersError, RuntimeError):
+    """The scripted model was called more often than it has responses (``RMD-112``).
+
+    Importable from ``agent_reminders.testing``; a ``RuntimeError`` as well.
+    """
+
+    code = "RMD-112"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(type(self).code, message)
+
+
+def queue_error_class(reason: str) -> type[QueueError]:
+    """The subclass of :class:`QueueError` for ``reason`` (``"queue_full"`` →
+    :class:`QueueFullError`), else ``QueueError`` itself.
+
+    Example:
+        >>> queue_error_class("already_delivered").__name__
+        'AlreadyDeliveredError'
+    """
+    return _QUEUE_BY_REASON.get(reason, QueueError)
+
+
+def family_for_code(code: str) -> type[AgentRemindersError] | None:
+    """The error class whose errors carry ``code`` (``"RMD-102"`` → :class:`QueueError`),
+    or ``None`` for a code no class raises (lint codes, retired ones, unknown ones).
+
+    Example:
+        >>> family_for_code("RMD-009").__name__, family_for_code("RMD-002").__name__
+        ('AuthorityError', 'ReminderError')
+        >>> family_for_code("RMD-004") is None
+        True
+    """
+    return _FAMILIES.get(code)
+
+
+# THE table from a code to its class; a code's value is written once, in its class.
+_FAMILIES: dict[str, type[AgentRemindersError]] = {
+    _PAYLOAD_CODE: ReminderError,
+    **_REMINDER_BY_CODE,
+    **{
+        cls.code: cls
+        for cls in (
+            MessageError,
+            QueueError,
+            FactError,
+            ConfigError,
+            ScriptError,
+            StateError,
+            ProviderSkippedError,
+            ModelError,
+            StoreError,
+            BridgeConnectionError,
+            AuditError,
+            ScriptExhaustedError,
+        )
+    },
+}
 
 
 class MissingExtraError(ImportError):
@@ -448,8 +690,8 @@ def explain(code: str) -> str:
     Accepts any letter case and an optional ``HARN-`` prefix (``"harn-rmd-004"``).
 
     Raises:
-        KeyError: the code is not in the table: ``RMD-001`` … ``RMD-009`` (spec 01 §3) and the
-            library's own ``RMD-101`` … for errors outside the reminder spec.
+        KeyError: the code is not in the table: ``RMD-001`` … ``RMD-009`` for reminders and
+            the library's own ``RMD-101`` … for everything else (docs/core.md, "Errors").
 
     Example:
         >>> explain("rmd-005").startswith("RMD-005")

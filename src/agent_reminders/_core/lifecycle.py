@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .envelope import Pending, best_by_key
-from .errors import ReminderError
+from .errors import ReminderOptionError
 from .events import EventLog, Kind, check_log
 from .fields import (
     INHERITED_EVENT_FIELDS,
@@ -372,7 +372,7 @@ def compact(
     """
     transcript = check_transcript(transcript)
     if type(keep_last) is not int or keep_last < 0:
-        raise ReminderError("RMD-001", f"keep_last must be an int >= 0; got {keep_last!r}")
+        raise ReminderOptionError(f"keep_last must be an int >= 0; got {keep_last!r}")
     if summary is not None and not isinstance(summary, str):
         raise TypeError(f"summary must be a str or None, not {type(summary).__name__}")
     if custom_compactor is not None and not callable(custom_compactor):
@@ -444,8 +444,8 @@ def handoff_reminders(transcript: Transcript, *, parent_agent_id: str) -> tuple[
     """
     transcript = check_transcript(transcript)
     if not isinstance(parent_agent_id, str) or not parent_agent_id.strip():
-        raise ReminderError(
-            "RMD-001", f"parent_agent_id must be a non-blank string; got {parent_agent_id!r}"
+        raise ReminderOptionError(
+            f"parent_agent_id must be a non-blank string; got {parent_agent_id!r}"
         )
     out: list[Reminder] = []
     for r in transcript.reminders:
@@ -479,9 +479,7 @@ def seed_inherited(
     """
     transcript = check_transcript(transcript)
     if not isinstance(sub_agent_id, str) or not sub_agent_id.strip():
-        raise ReminderError(
-            "RMD-001", f"sub_agent_id must be a non-blank string; got {sub_agent_id!r}"
-        )
+        raise ReminderOptionError(f"sub_agent_id must be a non-blank string; got {sub_agent_id!r}")
     log = check_log(event_log)
     turn = None if fired_at_turn is None else check_turn(fired_at_turn, "fired_at_turn")
     for reminder in reminders:

@@ -11,7 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
-from .errors import ReminderError
+from .errors import ReminderOptionError
 from .fields import (
     AUTHORITY_RANK,
     PRODUCER_FIELDS,
@@ -134,12 +134,12 @@ class Reminder:
                 unknown ``propagate``.
         """
         if not isinstance(data, Mapping):
-            raise ReminderError(
-                "RMD-001", f"a reminder payload must be a mapping, not {type(data).__name__}"
+            raise ReminderOptionError(
+                f"a reminder payload must be a mapping, not {type(data).__name__}"
             )
         check_unknown(data, _RECORD_KEYS)
         if "body" not in data:
-            raise ReminderError("RMD-001", "body is required")
+            raise ReminderOptionError("body is required")
         return cls(**data)
 
 
@@ -156,7 +156,7 @@ def check_turn(value: object, name: str = "turn") -> int:
     if type(value) is not int:
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < 0:
-        raise ReminderError("RMD-001", f"{name} must be >= 0; got {value}")
+        raise ReminderOptionError(f"{name} must be >= 0; got {value}")
     return value
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast, overload
 
 from .envelope import CommitIndex, Pending, message_text
-from .errors import ReminderError, StateError
+from .errors import ReminderError, ReminderOptionError, StateError
 from .events import EventLog, Kind
 from .fields import lenient_dict, lenient_values
 from .ids import new_id
@@ -197,7 +197,7 @@ class Transcript:
         id: str | None = None,
     ) -> None:
         if id is not None and (not isinstance(id, str) or not id.strip()):
-            raise ReminderError("RMD-001", f"transcript id must be a non-blank string; got {id!r}")
+            raise ReminderOptionError(f"transcript id must be a non-blank string; got {id!r}")
         checked = [validate_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
         pending = _entries(reminders, 0)
         log = _Log(checked)
@@ -542,8 +542,7 @@ class Transcript:
                 else:
                     reminders.append(reminder)
             else:
-                raise ReminderError(
-                    "RMD-001",
+                raise ReminderOptionError(
                     f"events[{index}].kind must be 'message' or 'system_reminder'; got {kind!r}",
                 )
         log = _Log(messages)  # each message was validated by _message_of

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._core.envelope import neutralize_content
-from .._core.errors import ReminderError
+from .._core.errors import AuthorityError, ReminderError
 from .._core.events import EventLog, EventRecord
 from .._core.fields import Authority
 from .._core.ids import new_id
@@ -152,7 +152,7 @@ class Bridge:
                     await self.denied(method, "not_allowed", _sid_of(params))
                 raise
             except ReminderError as exc:
-                if exc.code == "RMD-009":
+                if isinstance(exc, AuthorityError):
                     await self.denied(method, "authority_above_grant", _sid_of(params))
                 raise
 

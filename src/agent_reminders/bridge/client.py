@@ -20,9 +20,11 @@ are matched by id. Notifications the server sends (``session/update``,
 (what has arrived, without waiting); every notification of a prompt arrives before its reply.
 
 An error reply raises :class:`~agent_reminders.bridge.RpcError` (``code``, ``message``,
-``data``; an RMD code is ``data["code"]``). When the connection closes, fails, or the client is
-closed, every request still waiting raises :class:`~agent_reminders.BridgeConnectionError`
-(``RMD-110``): none is left hanging.
+``data``; an RMD code is ``data["code"]`` and ``rmd_code``), which is also the library's error
+class of that RMD code (``except QueueError`` catches a refused revoke, ``except AuthorityError``
+a reminder above the token's grant; see :func:`~agent_reminders.bridge.errors.refusal`). When
+the connection closes, fails, or the client is closed, every request still waiting raises
+:class:`~agent_reminders.BridgeConnectionError` (``RMD-110``): none is left hanging.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from .channels import (
     open_websocket,
 )
 from .dispatcher import DEFAULT_MAX_FRAME_BYTES, encode
-from .errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError
+from .errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, RpcError, refusal
 
 if TYPE_CHECKING:
     from .acp import Bridge
@@ -86,7 +88,7 @@ def _rpc_error(error: object) -> RpcError:
     code = error.get("code")
     message = error.get("message")
     data = error.get("data")
-    return RpcError(
+    return refusal(
         code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
         message if isinstance(message, str) else repr(message),
         dict(data) if isinstance(data, Mapping) else None if data is None else {"value": data},

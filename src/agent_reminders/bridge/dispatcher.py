@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.errors import AgentRemindersError
+from .._core.errors import AgentRemindersError, ScriptExhaustedError
 from .errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -341,7 +341,7 @@ class Dispatcher:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
             result = await handler(params, connection)
         except Exception as exc:
-            if not isinstance(exc, RpcError | AgentRemindersError):
+            if not isinstance(exc, AgentRemindersError) or isinstance(exc, ScriptExhaustedError):
                 log.exception("internal error in %s", method)  # on stderr, never to the client
             return None if is_notification else _error_reply(reply_id, exc)
         return None if is_notification else {"jsonrpc": "2.0", "id": reply_id, "result": result}

@@ -26,6 +26,7 @@ import anyio
 
 from .._core.errors import AgentRemindersError, StoreError
 from .._core.events import EventRecord, Kind
+from .._core.fields import FIELDS
 from .._core.records import Reminder
 from .._core.request import ModelInfo, ModelRequest, ModelResponse, ToolCall, ToolResult
 from ..hooks import Hooks
@@ -55,16 +56,20 @@ STOP_REASONS = {
 }
 
 
+# the reminder fields of an emitted notification, camelCase and in their JSON form, taken from
+# the field table (the id travels as reminderId; the role it was rendered in sits among them)
+_BY_NAME = {f.name: f for f in FIELDS}
+_EMITTED_HEAD = tuple(_BY_NAME[n] for n in ("tags", "body", "role_hint", "authority"))
+_EMITTED_TAIL = tuple(_BY_NAME[n] for n in ("source", "ttl_turns"))
+
+
 def _emitted(reminder: Reminder, role: str) -> dict[str, Any]:
+    wire = reminder.to_dict()
     return {
         "reminderId": reminder.id,
-        "tags": list(reminder.tags),
-        "body": reminder.body,
-        "roleHint": reminder.role_hint.value,
-        "authority": reminder.authority.value,
+        **{f.camel: wire.get(f.name) for f in _EMITTED_HEAD},
         "renderedRole": role,
-        "source": reminder.source.value,
-        "ttlTurns": reminder.ttl_turns,
+        **{f.camel: wire.get(f.name) for f in _EMITTED_TAIL},
     }
 
 

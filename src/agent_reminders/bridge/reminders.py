@@ -9,11 +9,18 @@ item, the store makes it durable, and only then does the client get its id.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._core.errors import QueueError, ReminderError
+from .._core.errors import (
+    MissingReminderIdError,
+    ReminderError,
+    ReminderOptionError,
+    UnknownReminderIdError,
+    payload_error,
+)
 from .._core.fields import check_id
 from ..queue import QueueItem
 from .connection import Connection
@@ -35,7 +42,7 @@ _ENVELOPE_KEYS = frozenset({"sessionId", "mode", "reminder"})
 
 def _params(params: object) -> Mapping[str, Any]:
     if not isinstance(params, Mapping):
-        raise ReminderError("RMD-002", f"params must be an object; got {type(params).__name__}")
+        raise payload_error(f"params must be an object; got {type(params).__name__}")
     return params
 
 
@@ -77,13 +84,10 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
     if "reminder" in p:
         reminder = p["reminder"]
         if not isinstance(reminder, Mapping):
-            raise ReminderError(
-                "RMD-002", f"reminder must be an object; got {type(reminder).__name__}"
-            )
+            raise payload_error(f"reminder must be an object; got {type(reminder).__name__}")
         extra = sorted(set(p) - _ENVELOPE_KEYS)
         if extra:
-            raise ReminderError(
-                "RMD-001",
+            raise ReminderOptionError(
                 f"unknown key(s) beside 'reminder': {', '.join(extra)}; put reminder fields "
                 "either at top level or under 'reminder', not both",
             )
@@ -98,7 +102,7 @@ async def inject(bridge: Bridge, params: object, connection: Connection) -> dict
     p = _params(params)
     extra = sorted(set(p) - {"sessionId", "content", "mode"})
     if extra:
-        raise ReminderError("RMD-001", f"unknown key(s): {', '.join(extra)}")
+        raise ReminderOptionError(f"unknown key(s): {', '.join(extra)}")
     validator = bridge.validator(connection.grant)
     item = validator.user_item(p.get("content"), mode=p.get("mode"))  # type: ignore[arg-type]
     return {"messageId": await _queue(bridge, p, connection, item)}
@@ -139,18 +143,15 @@ async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict
     p = _params(params)
     rid = p.get("reminderId")
     if not isinstance(rid, str) or not rid.strip():
-        raise QueueError("missing_reminder_id", "reminderId is missing or blank")
+        raise MissingReminderIdError("reminderId is missing or blank")
     rid = check_id(rid, "reminderId")
     session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue
     if queue is not None:
         # the live queue knows what was drained but not saved yet: it answers first
-        try:
+        with contextlib.suppress(UnknownReminderIdError):  # not queued here: the store answers
             queue.revoke(rid)
-        except QueueError as exc:
-            if exc.reason != "unknown_reminder_id":
-                raise
     status = await bridge.store.revoke(session_id, rid)
     return {"reminderId": rid, "status": status}
 

@@ -10,3 +10,5 @@ from __future__ import annotations
 from .._core.seams import SEAMS, Seam
 
 __all__ = ["SEAMS", "Seam"]
+
+Seam.__module__ = __name__  # the public path, in tracebacks and the docs

@@ -74,7 +74,7 @@ def parse_model_spec(
         >>> parse_model_spec("gemini:pro")
         Traceback (most recent call last):
         ...
-        agent_reminders._core.errors.ConfigError: RMD-104: unknown model prefix 'gemini' in 'gemini:pro'; known prefixes: anthropic, openai, openai-responses, scripted (e.g. 'openai:gpt-4.1-mini')
+        agent_reminders.ConfigError: RMD-104: unknown model prefix 'gemini' in 'gemini:pro'; known prefixes: anthropic, openai, openai-responses, scripted (e.g. 'openai:gpt-4.1-mini')
 
     Raises:
         ConfigError: (a ``ValueError``) no ``PREFIX:NAME`` shape, an unknown prefix (listing

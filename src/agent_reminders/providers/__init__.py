@@ -24,3 +24,6 @@ __all__ = [
     "normalize_event",
     "parse_reminder_options",
 ]
+
+# defined with the field table; its documented home is this module
+ParsedOptions.__module__ = __name__

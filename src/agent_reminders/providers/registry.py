@@ -7,7 +7,13 @@ import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from .._core.errors import ConfigError, Diagnostic, ReminderError
+from .._core.errors import (
+    ConfigError,
+    Diagnostic,
+    PropagateError,
+    ProviderResultError,
+    ReminderError,
+)
 from .._core.fields import OPTION_KEYS, ParsedOptions, check_unknown, parse_reminder_options
 from .._options import ReminderOptions, coerce_reminder_options
 from . import (
@@ -282,7 +288,7 @@ def lint_agent_options(
     """
     options = coerce_reminder_options(reminders)
     diagnostics = [
-        Diagnostic(code="RMD-104", severity="error", message=problem)
+        Diagnostic(code=ConfigError.code, severity="error", message=problem)
         for problem in reminder_config_problems(options)
     ]
     if user_providers is not None:
@@ -298,7 +304,7 @@ def lint_agent_options(
             if pid not in known:
                 diagnostics.append(
                     Diagnostic(
-                        code="RMD-104",
+                        code=ConfigError.code,
                         severity="error",
                         message=(
                             f"unknown provider {pid!r} in {where}; known providers: "
@@ -328,14 +334,12 @@ def _as_options(item: object, provider_id: str) -> Mapping[str, Any]:
             check_unknown(item, _WRAPPER_KEYS, where=f" (provider {provider_id!r})")
             inner = item["reminder"]
             if not isinstance(inner, Mapping):
-                raise ReminderError(
-                    "RMD-006",
+                raise ProviderResultError(
                     f"provider {provider_id!r} returned a 'reminder' that is not a mapping",
                 )
             return inner
         return item
-    raise ReminderError(
-        "RMD-006",
+    raise ProviderResultError(
         f"provider {provider_id!r} returned {type(item).__name__}; expected None, a reminder "
         "mapping, {'reminder': {...}} or a list of those",
     )
@@ -359,11 +363,9 @@ def normalize_results(result: object, provider_id: str) -> list[ParsedOptions]:
         except ReminderError as exc:
             # unknown keys (checked first) stay RMD-001; every other malformation is RMD-006
             check_unknown(options, OPTION_KEYS, where=f" (provider {provider_id!r})")
-            if exc.code == "RMD-005":
-                raise ReminderError(
-                    "RMD-005", f"{exc.message} (provider {provider_id!r})"
-                ) from None
-            raise ReminderError(
-                "RMD-006", f"provider {provider_id!r} returned a malformed reminder: {exc.message}"
+            if isinstance(exc, PropagateError):
+                raise PropagateError(f"{exc.message} (provider {provider_id!r})") from None
+            raise ProviderResultError(
+                f"provider {provider_id!r} returned a malformed reminder: {exc.message}"
             ) from None
     return parsed

@@ -25,6 +25,7 @@ from .base import (
     SessionExistsError,
     SessionInfo,
     Store,
+    StoredSessionError,
     UnknownSessionError,
 )
 from .factory import folder_options, open_store, sqlite_path
@@ -45,6 +46,7 @@ __all__ = [
     "SessionInfo",
     "Store",
     "StoreThread",
+    "StoredSessionError",
     "Synchronous",
     "UnknownSessionError",
     "folder_options",

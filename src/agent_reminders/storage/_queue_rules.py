@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from .._core.errors import QueueError, ReminderError
+from .._core.errors import (
+    AlreadyDeliveredError,
+    MissingReminderIdError,
+    QueueError,
+    QueueFullError,
+    ReminderError,
+    UnknownReminderIdError,
+)
 from .._core.records import DeliveryMode
 from ..queue import InjectionQueue, QueueItem, QueueState, normalize_mode
 from ._rows import QueueRow
@@ -32,7 +39,7 @@ def check_modes(modes: Iterable[DeliveryMode | str]) -> frozenset[DeliveryMode]:
 def check_revoke_id(reminder_id: object) -> str:
     """The queue's rule for a missing or blank id (``missing_reminder_id``)."""
     if not isinstance(reminder_id, str) or not reminder_id.strip():
-        raise QueueError("missing_reminder_id", "reminderId is missing or blank")
+        raise MissingReminderIdError("reminderId is missing or blank")
     return reminder_id
 
 
@@ -43,7 +50,7 @@ def duplicate_id(item_id: str) -> ReminderError:
 
 def queue_full(limit: int) -> QueueError:
     """The error ``InjectionQueue`` raises when ``max_pending`` items are queued."""
-    return QueueError("queue_full", f"the queue holds {limit} items already")
+    return QueueFullError(f"the queue holds {limit} items already")
 
 
 def check_max_pending(limit: object) -> int | None:
@@ -71,10 +78,10 @@ def revoke_status(row: QueueRow | None, reminder_id: str) -> Literal["revoked", 
     if row is not None and row.status == "revoked":
         return "already_revoked"
     if row is not None and row.status == "delivered":
-        raise QueueError("already_delivered", f"reminder {reminder_id!r} was already delivered")
+        raise AlreadyDeliveredError(f"reminder {reminder_id!r} was already delivered")
     if row is not None and row.kind == "reminder":
         return "revoked"
-    raise QueueError("unknown_reminder_id", f"no reminder {reminder_id!r} in this session")
+    raise UnknownReminderIdError(f"no reminder {reminder_id!r} in this session")
 
 
 def merge_row(current: QueueRow | None, incoming: QueueRow) -> QueueRow | None:

@@ -14,7 +14,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
-from .._core.errors import QueueError
+from .._core.errors import QueueError, QueueErrorReason
 from .._core.events import EventRecord
 from .._core.records import DeliveryMode, Message, Reminder
 from ..queue import QueueItem
@@ -27,6 +27,7 @@ __all__ = [
     "SessionExistsError",
     "SessionInfo",
     "Store",
+    "StoredSessionError",
     "UnknownSessionError",
 ]
 
@@ -47,7 +48,19 @@ class ClosingStore:
         raise NotImplementedError
 
 
-class UnknownSessionError(QueueError, LookupError):
+class StoredSessionError(QueueError):
+    """A store refused an operation because of a session's existence: the family of
+    :class:`UnknownSessionError` and :class:`SessionExistsError`.
+
+    Still a :class:`~agent_reminders.QueueError` (``RMD-102``, with a ``reason``), as these
+    errors always were, so ``except QueueError`` keeps catching them; catch this class to
+    tell a missing or taken session from a refused queue operation.
+    """
+
+    session_id: str
+
+
+class UnknownSessionError(StoredSessionError, LookupError):
     """The store holds no session with this id (``RMD-102``, ``reason`` ``unknown_session``).
 
     Raised by every method that needs an existing session; ``load_session`` returns ``None``
@@ -57,19 +70,19 @@ class UnknownSessionError(QueueError, LookupError):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(
-            "unknown_session",
+            QueueErrorReason.UNKNOWN_SESSION,
             f"no session {session_id!r} in this store; create it first (create_session)",
         )
 
 
-class SessionExistsError(QueueError):
+class SessionExistsError(StoredSessionError):
     """``create_session`` for an id the store already holds (``RMD-102``,
     ``reason`` ``session_exists``); save later turns with ``save_session``."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(
-            "session_exists",
+            QueueErrorReason.SESSION_EXISTS,
             f"session {session_id!r} already exists in this store; save later turns with "
             "save_session, or load it with load_session",
         )

@@ -45,3 +45,6 @@ __all__ = [
     "tool_result",
     "user",
 ]
+
+# defined with the library's other errors; its documented home is this module
+ScriptExhaustedError.__module__ = __name__

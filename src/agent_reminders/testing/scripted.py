@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.errors import AgentRemindersError, ScriptError
+from .._core.errors import AgentRemindersError, ScriptError, ScriptExhaustedError
 from .._core.messages import validate_message
 from .._core.request import ModelInfo, ModelRequest, ModelResponse, Usage
 
@@ -21,10 +21,6 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens")
 # requests a ScriptedModel keeps by default: far more than a test reads, and a bound for a
 # script looping in a long-running process
 _KEEP_REQUESTS = 100
-
-
-class ScriptExhaustedError(RuntimeError):
-    """The scripted model was called more often than it has responses."""
 
 
 class _ScriptTypeError(ScriptError, TypeError):
