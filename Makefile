@@ -23,8 +23,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The tests are type-checked too, by the [tool.mypy] settings in pyproject.toml: bodies checked,
+# untyped test functions and fixtures allowed.
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
+	$(BIN)/mypy tests
 
 pytest: $(STAMP)
 	$(BIN)/pytest --cov --cov-report=term --cov-fail-under=95

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from audit_helpers import assistant, canon, text_block, tokens_b4, user
 
-from agent_reminders import ModelRequest
+from agent_reminders import Message, ModelRequest
 from agent_reminders.audit import AuditReport, audit_requests
 from agent_reminders.integrations import to_anthropic
 
@@ -170,7 +170,7 @@ def test_a_top_level_cache_control_adds_the_last_block_as_a_breakpoint() -> None
 def test_the_library_s_own_breakpoints_survive_long_turns() -> None:
     """to_anthropic's third breakpoint (05 §1) keeps the look-back finding the last entry when
     a turn adds more than 20 blocks."""
-    history: list[dict[str, Any]] = [{"role": "user", "content": "q " * 3000}]
+    history: list[Message] = [{"role": "user", "content": "q " * 3000}]
     bodies = []
     for turn in range(3):
         bodies.append(to_anthropic(ModelRequest(system="S " * 600, messages=list(history))))

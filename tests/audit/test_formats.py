@@ -215,7 +215,7 @@ def test_tool_use_blocks_make_an_anthropic_file() -> None:
 
 
 def test_bodies_built_in_python_may_hold_tuples_and_read_only_views() -> None:
-    transcript = Transcript().append(user("hi")).append(assistant("yo"))
+    transcript = Transcript().append(user("hi")).append(assistant("yo"))  # type: ignore[arg-type]
     line = {"session_id": "s", "system": SYSTEM, "messages": transcript.messages}
     report = b4([line, {"session_id": "s", "system": SYSTEM, "messages": (user("hi"),)}])
     assert [(b.request, b.reason) for b in report.prefix_breaks] == [(1, "messages_removed")]

@@ -5,6 +5,7 @@ look was checked in headless Chromium by hand (docs/audit.md says how)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from html.parser import HTMLParser
 
 from audit_helpers import assistant, user
@@ -23,7 +24,7 @@ class _Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
-def page(requests: list[object]) -> tuple[str, list[tuple[str, dict[str, str | None]]]]:
+def page(requests: Sequence[object]) -> tuple[str, list[tuple[str, dict[str, str | None]]]]:
     html = render_html(audit_requests(requests, encoding="bytes/4"))
     parser = _Tags()
     parser.feed(html)

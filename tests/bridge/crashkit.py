@@ -349,8 +349,8 @@ class CrashRun:
                 since_prompt += 1
             elif kind == "retry" and message["error"].get("data", {}).get("code") == "RMD-002":
                 # the first attempt was stored before its reply was lost: it must be there
-                ledger.acked.add(rid)
-                ledger.unacked.pop(rid, None)
+                ledger.acked.add(rid)  # type: ignore[arg-type]
+                ledger.unacked.pop(rid, None)  # type: ignore[arg-type]
                 figures.retries_confirmed += 1
             elif message["error"]["code"] == -32005 and kind == "remind":
                 figures.refused += 1
@@ -359,7 +359,7 @@ class CrashRun:
                     ledger.unacked.pop(rid, None)
             else:
                 figures.unexpected.append(f"remind {rid}: {message['error']}")
-                ledger.unacked.pop(rid, None)
+                ledger.unacked.pop(rid, None)  # type: ignore[arg-type]
 
         while True:
             now = time.perf_counter()

@@ -49,7 +49,7 @@ class Client:
         return [p["update"] for m, p in self.sent if m == "session/update"]
 
 
-SCRIPT = [
+SCRIPT: list[dict[str, Any]] = [
     {"content": "", "tool_calls": [{"id": "c1", "name": "ls", "arguments": {"path": "."}}]},
     {"content": "All done."},
 ]
@@ -221,7 +221,7 @@ async def test_max_iterations_ends_with_max_turn_requests() -> None:
     assert await client.ok("session/prompt", _prompt(sid)) == {"stopReason": "max_turn_requests"}
 
 
-SLOW = [
+SLOW: list[dict[str, Any]] = [
     {"tool_calls": [{"id": "c1", "name": "ls", "arguments": {}}], "delay_seconds": 0.3},
     {"content": "done"},
 ]

@@ -187,7 +187,9 @@ def test_a_rate_limit_counts_every_element_of_a_batch() -> None:
     bucket = TokenBucket(2, clock=lambda: now[0])
     d = _dispatcher()
     batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(3)]
-    replies = json.loads(anyio.run(lambda: d.handle_frame(json.dumps(batch), None, limiter=bucket)))
+    frame = anyio.run(lambda: d.handle_frame(json.dumps(batch), None, limiter=bucket))
+    assert frame is not None
+    replies = json.loads(frame)
     assert [("result" in r) for r in replies] == [True, True, False]
     assert replies[2]["error"]["code"] == -32005
     assert replies[2]["error"]["data"]["retryAfterMs"] == 500
@@ -195,4 +197,5 @@ def test_a_rate_limit_counts_every_element_of_a_batch() -> None:
     again = anyio.run(
         lambda: d.handle_frame('{"jsonrpc":"2.0","id":9,"method":"ping"}', None, limiter=bucket)
     )
+    assert again is not None
     assert json.loads(again)["result"] == {"pong": None}

@@ -34,9 +34,9 @@ pytestmark = pytest.mark.anyio
 SRC = str(Path(agent_reminders.__file__).resolve().parents[1])
 SLOW = os.environ.get("AGENT_REMINDERS_SLOW") == "1"
 BUSY = -32006
-NOTED = [{"content": "Noted."}]
+NOTED: list[dict[str, Any]] = [{"content": "Noted."}]
 # one prompt = two model requests, the first one slow: a prompt that stays busy for a while
-SLOW_FIRST = [
+SLOW_FIRST: list[dict[str, Any]] = [
     {"content": "", "tool_calls": [{"id": "c1", "name": "look", "arguments": {}}]},
     {"content": "Done."},
 ]
@@ -283,7 +283,7 @@ async def test_two_workers_racing_to_prompt_deliver_every_reminder_once(
     async with RedisStore(fresh_redis_url) as store:
         state = await store.load_session(sid)
     assert state is not None
-    directive_ids = [i for m in state.transcript.messages for i in dict(m).get("directive_ids", ())]
+    directive_ids = [i for m in state.transcript.messages for i in dict(m).get("directive_ids", ())]  # type: ignore[attr-defined]
     assert sorted(directive_ids) == sorted(sent)
     await assert_keys_hash_tagged(fresh_redis_url, {sid})
 
@@ -401,7 +401,10 @@ async def kill_round(url: str, folder: Path, n: int, rng: random.Random, tally: 
     assert state is not None
     pending = [i.id for i in state.queue.items]
     committed = [  # the queue's reminders (a provider may add its own for the failed tool)
-        i for m in state.transcript.messages for i in dict(m).get("directive_ids", ()) if i in tried
+        i
+        for m in state.transcript.messages
+        for i in dict(m).get("directive_ids", ())  # type: ignore[attr-defined]
+        if i in tried
     ]
     assert len(pending) == len(set(pending))
     assert len(committed) == len(set(committed))  # never committed twice

@@ -41,8 +41,9 @@ def _refuse_constant(text: str) -> Any:
     raise AssertionError(f"the server sent {text}, which is not JSON")
 
 
-def _strict(text: str) -> Any:
+def _strict(text: str | bytes | None) -> Any:
     """``text`` parsed as JSON proper: no NaN/Infinity, nothing ``allow_nan=False`` refuses."""
+    assert text is not None
     value = json.loads(text, parse_constant=_refuse_constant)
     json.dumps(value, allow_nan=False)
     return value
@@ -465,7 +466,7 @@ def test_fuzz_every_frame_gets_valid_json_and_the_connection_goes_on(frame: str 
         text = frame.decode("utf-8") if isinstance(frame, bytes) else frame
         message = json.loads(text)
     except (ValueError, RecursionError):
-        expected: list[tuple[bool, Any, int | None]] | None = [(True, None, -32700)]
+        expected: list[tuple[bool, Any, int | None]] = [(True, None, -32700)]
         batch = False
     else:
         batch = isinstance(message, list) and bool(message)

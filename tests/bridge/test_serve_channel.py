@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_serve_stdio import Server
@@ -13,7 +14,7 @@ from agent_reminders import ConfigError
 from agent_reminders.bridge import load_settings
 
 
-def _run(tmp_path: Path, *flags: str) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+def _run(tmp_path: Path, *flags: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     script = tmp_path / "script.jsonl"
     script.write_text(json.dumps({"content": "ok"}) + "\n")
     log = tmp_path / "requests.jsonl"
@@ -38,13 +39,13 @@ def test_serve_channel_system_sends_system_and_says_so(tmp_path: Path) -> None:
     requests, emitted = _run(tmp_path, "--channel", "system")
     assert [m["role"] for m in requests[0]["messages"]] == ["user", "system"]
     (notice,) = emitted
-    assert notice["params"]["reminder"]["renderedRole"] == "system"  # type: ignore[index]
+    assert notice["params"]["reminder"]["renderedRole"] == "system"
 
 
 def test_serve_default_is_auto_and_a_scripted_model_is_no_model_known(tmp_path: Path) -> None:
     requests, emitted = _run(tmp_path)
     assert [m["role"] for m in requests[0]["messages"]] == ["user", "user"]
-    assert emitted[0]["params"]["reminder"]["renderedRole"] == "user"  # type: ignore[index]
+    assert emitted[0]["params"]["reminder"]["renderedRole"] == "user"
 
 
 def test_config_channel_and_nonce(tmp_path: Path) -> None:

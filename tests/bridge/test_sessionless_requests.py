@@ -50,7 +50,7 @@ async def _many(store: Store, count: int) -> None:
 async def test_a_request_without_session_id_never_lists_every_session() -> None:
     counting = Counting(MemoryStore())
     await _many(counting.store, 2_000)
-    bridge = Bridge(counting)  # type: ignore[arg-type]
+    bridge = Bridge(counting)
     stdio = Connection(notify=_notify)
     for method in ("session/pending_injections", "session/remind"):
         with pytest.raises(RpcError) as refused:
@@ -64,9 +64,11 @@ async def test_a_request_without_session_id_never_lists_every_session() -> None:
 async def test_a_scoped_token_asks_only_about_its_own_sessions() -> None:
     counting = Counting(MemoryStore())
     await _many(counting.store, 500)
-    bridge = Bridge(counting)  # type: ignore[arg-type]
+    bridge = Bridge(counting)
     watcher = Connection(
-        notify=_notify, scope=Scope(token="w" * 20, sessions={"s00007", "gone"}), grant="advisory"
+        notify=_notify,
+        scope=Scope(token="w" * 20, sessions={"s00007", "gone"}),
+        grant="advisory",  # type: ignore[arg-type]
     )
     reply = await bridge.methods["session/pending_injections"]({}, watcher)
     assert reply == {"pendingCount": 0, "injections": []}
@@ -86,7 +88,9 @@ async def test_one_session_among_thousands_on_sqlite_is_found_by_its_token(tmp_p
         with pytest.raises(RpcError):
             await bridge.methods["session/pending_injections"]({}, admin)
         mine = Connection(
-            notify=_notify, scope=Scope(token="m" * 20, sessions={"s02999"}), grant="advisory"
+            notify=_notify,
+            scope=Scope(token="m" * 20, sessions={"s02999"}),
+            grant="advisory",  # type: ignore[arg-type]
         )
         reply = await bridge.methods["session/pending_injections"]({}, mine)
         assert reply["pendingCount"] == 0

@@ -19,6 +19,7 @@ from agent_reminders.testing import ScriptedModel
 websockets = pytest.importorskip("websockets")
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import InvalidStatus  # noqa: E402
+from websockets.typing import Origin  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 ADMIN = "admin-token-0123456789"
@@ -65,13 +66,15 @@ async def test_no_valid_token_no_socket(server: tuple[str, Bridge]) -> None:
             pass
     assert info.value.response.status_code == 401
     with pytest.raises(InvalidStatus) as info:
-        async with connect(url, additional_headers=_auth(ADMIN), origin="http://evil.example"):
+        async with connect(
+            url, additional_headers=_auth(ADMIN), origin=Origin("http://evil.example")
+        ):
             pass
     assert info.value.response.status_code == 403
     async with connect(
         url,
         additional_headers=_auth(ADMIN),
-        origin="http://localhost:5173",
+        origin=Origin("http://localhost:5173"),
     ) as ws:
         assert "result" in await _call(ws, "initialize", {})
 

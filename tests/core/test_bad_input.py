@@ -17,10 +17,10 @@ R = ar.Reminder(body="x")
 CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     (
         "inject non-transcript",
-        lambda: ar.inject_reminder({}, {"body": "x"}),
+        lambda: ar.inject_reminder({}, {"body": "x"}),  # type: ignore[arg-type]
         TypeError,
         "Transcript",
-    ),  # type: ignore[arg-type]
+    ),
     (
         "inject bad source",
         lambda: ar.inject_reminder(T, {"body": "x"}, source="web"),
@@ -29,10 +29,10 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ),
     (
         "inject bad turn type",
-        lambda: ar.inject_reminder(T, {"body": "x"}, fired_at_turn="1"),
+        lambda: ar.inject_reminder(T, {"body": "x"}, fired_at_turn="1"),  # type: ignore[arg-type]
         TypeError,
         "fired_at_turn",
-    ),  # type: ignore[arg-type]
+    ),
     (
         "inject negative turn",
         lambda: ar.inject_reminder(T, {"body": "x"}, fired_at_turn=-1),
@@ -41,10 +41,10 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ),
     (
         "inject bad log",
-        lambda: ar.inject_reminder(T, {"body": "x"}, event_log=[]),
+        lambda: ar.inject_reminder(T, {"body": "x"}, event_log=[]),  # type: ignore[arg-type]
         TypeError,
         "event_log",
-    ),  # type: ignore[arg-type]
+    ),
     ("insert non-reminder", lambda: ar.insert_reminder(T, {"body": "x"}), TypeError, "Reminder"),  # type: ignore[arg-type]
     ("clear non-mapping", lambda: ar.clear_reminders(T, "tag"), ReminderError, "selector"),  # type: ignore[arg-type]
     ("clear bad value", lambda: ar.clear_reminders(T, {"tag": 3}), ReminderError, "tag"),
@@ -67,18 +67,18 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ),
     (
         "seed non-reminder",
-        lambda: ar.seed_inherited(T, ["x"], sub_agent_id="c"),
+        lambda: ar.seed_inherited(T, ["x"], sub_agent_id="c"),  # type: ignore[list-item]
         TypeError,
         "Reminder",
-    ),  # type: ignore[list-item]
+    ),
     ("commit turn", lambda: ar.commit_directives(T, turn="0"), TypeError, "turn"),  # type: ignore[arg-type]
     ("commit style", lambda: ar.commit_directives(T, turn=0, style="xml"), ReminderError, "style"),  # type: ignore[arg-type]
     (
         "commit instructions",
-        lambda: ar.commit_directives(T, turn=0, instructions=True),
+        lambda: ar.commit_directives(T, turn=0, instructions=True),  # type: ignore[arg-type]
         ReminderError,
         "instructions",
-    ),  # type: ignore[arg-type]
+    ),
     ("project item", lambda: ar.project(["x"]), TypeError, "Reminder"),  # type: ignore[list-item]
     ("render_directive", lambda: ar.render_directive({"body": "x"}), TypeError, "Reminder"),  # type: ignore[arg-type]
     ("render_envelope item", lambda: ar.render_envelope([R, "x"]), TypeError, "Reminder"),  # type: ignore[list-item]
@@ -88,28 +88,28 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("append non-mapping", lambda: T.append("hi"), TypeError, "message"),  # type: ignore[arg-type]
     (
         "append bad role",
-        lambda: T.append({"role": "bot", "content": "x"}),
+        lambda: T.append({"role": "bot", "content": "x"}),  # type: ignore[typeddict-item]
         MessageError,
         "message.role",
-    ),  # type: ignore[typeddict-item]
+    ),
     (
         "append bad content",
-        lambda: T.append({"role": "user", "content": 3}),
+        lambda: T.append({"role": "user", "content": 3}),  # type: ignore[typeddict-item]
         MessageError,
         "message.content",
-    ),  # type: ignore[typeddict-item]
+    ),
     (
         "append bad tool call",
         lambda: T.append(
             {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"id": "1", "name": "x", "arguments": "{}"}],
+                "tool_calls": [{"id": "1", "name": "x", "arguments": "{}"}],  # type: ignore[typeddict-item]
             }
         ),
         MessageError,
         "tool_calls[0].arguments",
-    ),  # type: ignore[typeddict-item]
+    ),
     ("transcript bad id", lambda: Transcript(id=" "), ReminderError, "transcript id"),
     ("transcript bad reminders", lambda: Transcript(reminders=["x"]), TypeError, "Reminder"),  # type: ignore[list-item]
     ("from_json garbage", lambda: Transcript.from_json("{nope"), StateError, "does not parse"),

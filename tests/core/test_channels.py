@@ -48,7 +48,7 @@ def _pending(*bodies: str, **options: object) -> Transcript:
 
 def test_commit_defaults_to_the_user_channel_and_auto_means_user_without_a_model() -> None:
     for channel in ("user", "auto"):
-        done = commit_directives(_pending("x"), turn=0, channel=channel)  # type: ignore[arg-type]
+        done = commit_directives(_pending("x"), turn=0, channel=channel)
         assert done.message is not None
         assert done.message["role"] == "user"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -11,6 +11,7 @@ from agent_reminders import (
     ENVELOPE_INSTRUCTIONS,
     LIFECYCLE_TOPIC,
     EventLog,
+    Message,
     PrefixBreak,
     Reminder,
     ReminderError,
@@ -35,11 +36,11 @@ def bodies(reminders: list[Reminder]) -> list[str]:
     return [r.body for r in reminders]
 
 
-def user(text: str) -> dict[str, Any]:
+def user(text: str) -> Message:
     return {"role": "user", "content": text}
 
 
-def assistant(text: str) -> dict[str, Any]:
+def assistant(text: str) -> Message:
     return {"role": "assistant", "content": text}
 
 
@@ -54,11 +55,11 @@ def inject(t: Transcript, body: str, **options: Any) -> tuple[Transcript, str]:
 
 def test_project_spec_example() -> None:
     queue = [
-        Reminder(body="recap v1", dedupe_key="pcr", authority="contract"),
-        Reminder(body="workspace anchor", dedupe_key="wa", authority="contract"),
-        Reminder(body="recap v2", dedupe_key="pcr", authority="contract"),
-        Reminder(body="  workspace   anchor ", authority="advisory"),
-        Reminder(body="correct the loop", authority="corrective"),
+        Reminder(body="recap v1", dedupe_key="pcr", authority="contract"),  # type: ignore[arg-type]
+        Reminder(body="workspace anchor", dedupe_key="wa", authority="contract"),  # type: ignore[arg-type]
+        Reminder(body="recap v2", dedupe_key="pcr", authority="contract"),  # type: ignore[arg-type]
+        Reminder(body="  workspace   anchor ", authority="advisory"),  # type: ignore[arg-type]
+        Reminder(body="correct the loop", authority="corrective"),  # type: ignore[arg-type]
     ]
     out = project(queue)
     assert bodies(out) == ["workspace anchor", "recap v2", "correct the loop"]
@@ -74,9 +75,9 @@ def test_project_key_tie_goes_to_the_later() -> None:
 
 
 def test_project_key_highest_authority_wins_over_recency() -> None:
-    contract = Reminder(body="contract one", dedupe_key="k", authority="contract")
-    advisory = Reminder(body="advisory one", dedupe_key="k", authority="advisory")
-    corrective = Reminder(body="corrective one", dedupe_key="k", authority="corrective")
+    contract = Reminder(body="contract one", dedupe_key="k", authority="contract")  # type: ignore[arg-type]
+    advisory = Reminder(body="advisory one", dedupe_key="k", authority="advisory")  # type: ignore[arg-type]
+    corrective = Reminder(body="corrective one", dedupe_key="k", authority="corrective")  # type: ignore[arg-type]
     assert project([contract, advisory]) == [contract]
     assert project([advisory, contract]) == [contract]
     assert project([advisory, corrective]) == [corrective]
@@ -95,8 +96,8 @@ def test_project_whitespace_normalized_bodies_collapse() -> None:
     late = Reminder(body=" run the tests")
     assert project([early, late]) == [late]
     # Higher authority beats recency for body duplicates too.
-    strong = Reminder(body="run the tests", authority="contract")
-    weak = Reminder(body="run\nthe tests ", authority="advisory")
+    strong = Reminder(body="run the tests", authority="contract")  # type: ignore[arg-type]
+    weak = Reminder(body="run\nthe tests ", authority="advisory")  # type: ignore[arg-type]
     assert project([strong, weak]) == [strong]
     assert project([weak, strong]) == [strong]
     # Bodies that differ after normalization do not collapse.
@@ -105,27 +106,27 @@ def test_project_whitespace_normalized_bodies_collapse() -> None:
 
 
 def test_project_body_collapse_runs_among_key_survivors_only() -> None:
-    dropped_by_key = Reminder(body="x", dedupe_key="k", authority="contract")
-    key_winner = Reminder(body="y", dedupe_key="k", authority="contract")
-    same_body = Reminder(body="x", authority="advisory")
+    dropped_by_key = Reminder(body="x", dedupe_key="k", authority="contract")  # type: ignore[arg-type]
+    key_winner = Reminder(body="y", dedupe_key="k", authority="contract")  # type: ignore[arg-type]
+    same_body = Reminder(body="x", authority="advisory")  # type: ignore[arg-type]
     assert project([dropped_by_key, key_winner, same_body]) == [key_winner, same_body]
 
 
 def test_project_orders_by_authority_then_queue_order() -> None:
     queue = [
-        Reminder(body="adv 1", authority="advisory"),
-        Reminder(body="cor 1", authority="corrective"),
-        Reminder(body="con 1", authority="contract"),
-        Reminder(body="adv 2", authority="advisory"),
-        Reminder(body="con 2", authority="contract"),
-        Reminder(body="cor 2", authority="corrective"),
+        Reminder(body="adv 1", authority="advisory"),  # type: ignore[arg-type]
+        Reminder(body="cor 1", authority="corrective"),  # type: ignore[arg-type]
+        Reminder(body="con 1", authority="contract"),  # type: ignore[arg-type]
+        Reminder(body="adv 2", authority="advisory"),  # type: ignore[arg-type]
+        Reminder(body="con 2", authority="contract"),  # type: ignore[arg-type]
+        Reminder(body="cor 2", authority="corrective"),  # type: ignore[arg-type]
     ]
     assert bodies(project(queue)) == ["con 1", "con 2", "cor 1", "cor 2", "adv 1", "adv 2"]
 
 
 def test_project_empty_and_input_untouched() -> None:
     assert project([]) == []
-    queue = (Reminder(body="b", authority="advisory"), Reminder(body="a"))
+    queue = (Reminder(body="b", authority="advisory"), Reminder(body="a"))  # type: ignore[arg-type]
     snapshot = tuple(queue)
     assert bodies(project(queue)) == ["a", "b"]
     assert queue == snapshot
@@ -155,11 +156,11 @@ def test_render_directive_exact_without_ttl() -> None:
 
 
 def test_render_directive_exact_with_ttl() -> None:
-    r = Reminder(body="Fix the failing test.", authority="corrective", ttl_turns=1)
+    r = Reminder(body="Fix the failing test.", authority="corrective", ttl_turns=1)  # type: ignore[arg-type]
     assert render_directive(r) == (
         '<directive authority="corrective" ttl_turns="1">\nFix the failing test.\n</directive>'
     )
-    r = Reminder(body="Prefer small commits.", authority="advisory", ttl_turns=12)
+    r = Reminder(body="Prefer small commits.", authority="advisory", ttl_turns=12)  # type: ignore[arg-type]
     assert render_directive(r) == (
         '<directive authority="advisory" ttl_turns="12">\nPrefer small commits.\n</directive>'
     )
@@ -193,10 +194,10 @@ def test_render_directive_never_renders_tags_source_or_dedupe_key() -> None:
         body="Keep the plan current.",
         tags=("plan-tag", "xyzzy"),
         dedupe_key="dedupe-key-1234",
-        source="hook",
-        role_hint="user_block",
+        source="hook",  # type: ignore[arg-type]
+        role_hint="user_block",  # type: ignore[arg-type]
         preserve_on_compact=True,
-        propagate="all",
+        propagate="all",  # type: ignore[arg-type]
         fired_at_turn=7,
         originating_agent_id="agent-parent-99",
         id="rid-abcdef",
@@ -213,7 +214,7 @@ def test_render_directive_never_renders_tags_source_or_dedupe_key() -> None:
 def test_render_envelope_exact_default_with_instructions() -> None:
     reminders = [
         Reminder(body="Stay in /work."),
-        Reminder(body="Fix the loop & retry.", authority="corrective", ttl_turns=1),
+        Reminder(body="Fix the loop & retry.", authority="corrective", ttl_turns=1),  # type: ignore[arg-type]
     ]
     expected = (
         '<context-directives speaker="harness">\n'
@@ -230,7 +231,7 @@ def test_render_envelope_exact_default_with_instructions() -> None:
 
 
 def test_render_envelope_exact_without_instructions() -> None:
-    reminders = [Reminder(body="one"), Reminder(body="two", authority="advisory", ttl_turns=3)]
+    reminders = [Reminder(body="one"), Reminder(body="two", authority="advisory", ttl_turns=3)]  # type: ignore[arg-type]
     assert render_envelope(reminders, instructions=False) == (
         '<context-directives speaker="harness">\n'
         '<directive authority="contract">\none\n</directive>\n'
@@ -250,8 +251,8 @@ def test_render_envelope_single_directive() -> None:
 
 
 def test_render_envelope_speaker_person_only_when_all_user_block() -> None:
-    a = Reminder(body="from the person", role_hint="user_block")
-    b = Reminder(body="also from the person", role_hint="user_block", authority="advisory")
+    a = Reminder(body="from the person", role_hint="user_block")  # type: ignore[arg-type]
+    b = Reminder(body="also from the person", role_hint="user_block", authority="advisory")  # type: ignore[arg-type]
     assert render_envelope([a, b], instructions=False) == "\n".join(
         [HEAD_PERSON, render_directive(a), render_directive(b), TAIL]
     )
@@ -260,8 +261,8 @@ def test_render_envelope_speaker_person_only_when_all_user_block() -> None:
 
 @pytest.mark.parametrize("other_hint", ["system", "developer", "ephemeral_cache"])
 def test_render_envelope_speaker_harness_when_mixed(other_hint: str) -> None:
-    a = Reminder(body="from the person", role_hint="user_block")
-    b = Reminder(body="from the runtime", role_hint=other_hint)
+    a = Reminder(body="from the person", role_hint="user_block")  # type: ignore[arg-type]
+    b = Reminder(body="from the runtime", role_hint=other_hint)  # type: ignore[arg-type]
     assert render_envelope([a, b], instructions=False) == "\n".join(
         [HEAD_HARNESS, render_directive(a), render_directive(b), TAIL]
     )
@@ -271,7 +272,7 @@ def test_render_envelope_speaker_harness_when_mixed(other_hint: str) -> None:
 def test_render_envelope_system_reminder_style_exact() -> None:
     reminders = [
         Reminder(body="A & B"),
-        Reminder(body="C <x> </system-reminder>", authority="advisory", ttl_turns=1),
+        Reminder(body="C <x> </system-reminder>", authority="advisory", ttl_turns=1),  # type: ignore[arg-type]
     ]
     expected = (
         "<system-reminder>\nA &amp; B\n\nC &lt;x&gt; &lt;/system-reminder&gt;\n</system-reminder>"
@@ -471,7 +472,7 @@ def test_replacing_by_dedupe_key_with_identical_text_is_committed_again() -> Non
     assert second.fired == (new,)
 
 
-def _legacy(content: Any, role: str = "user") -> dict[str, Any]:
+def _legacy(content: Any, role: Literal["user", "assistant"] = "user") -> Message:
     return {"role": role, "content": content}
 
 
@@ -538,7 +539,7 @@ def test_instructions_auto_first_envelope_only_then_after_compaction() -> None:
     assert second.fired == (b,)
     assert second.message is not None
     assert second.message["content"] == "\n".join(
-        [HEAD_HARNESS, render_directive(Reminder(body="B", authority="advisory")), TAIL]
+        [HEAD_HARNESS, render_directive(Reminder(body="B", authority="advisory")), TAIL]  # type: ignore[arg-type]
     )
 
     t = second.transcript.append(assistant("ok 2"))
@@ -559,7 +560,7 @@ def test_instructions_auto_first_envelope_only_then_after_compaction() -> None:
 
 
 def test_instructions_auto_skips_when_a_host_message_already_holds_them() -> None:
-    system = {"role": "system", "content": "You are helpful.\n\n" + ENVELOPE_INSTRUCTIONS}
+    system: Message = {"role": "system", "content": "You are helpful.\n\n" + ENVELOPE_INSTRUCTIONS}
     t = Transcript(messages=[system], reminders=[Reminder(body="A")])
     done = commit_directives(t, turn=0)
     assert done.message is not None
@@ -677,7 +678,9 @@ def test_commit_events_fired_then_iteration_summary() -> None:
     assert [r.seq for r in records] == sorted(r.seq for r in records)
     ids = {"session_id": "sess-1", "task_id": None, "agent_id": "sess-1"}
 
-    def fired(rid: str, authority: str, tags: list[str], source: str, ttl: int | None) -> dict:
+    def fired(
+        rid: str, authority: str, tags: list[str], source: str, ttl: int | None
+    ) -> dict[str, Any]:
         return {
             **ids,
             "reminder_id": rid,
@@ -697,6 +700,7 @@ def test_commit_events_fired_then_iteration_summary() -> None:
     all_bodies = ["Überprüfe die Tests ✓", "Stay in /work", "Be brief — please", "Log progress"]
     assert done.message is not None
     envelope = done.message["content"]
+    assert isinstance(envelope, str)
     assert records[4].payload == {
         **ids,
         "turn_number": 4,

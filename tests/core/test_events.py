@@ -60,7 +60,7 @@ def full_lifecycle(log: EventLog | None, tid: str = "t") -> Transcript:
     t = clear_reminders(t, {"tag": "x"}, event_log=log).transcript
     t = inject_reminder(t, {"body": "d"}, event_log=log, id_factory=lambda: "d").transcript
     t = compact(t, keep_last=1, event_log=log).transcript
-    inherited = (Reminder(id="h", body="h", propagate=Propagate.ALL),)
+    inherited: tuple[Reminder, ...] = (Reminder(id="h", body="h", propagate=Propagate.ALL),)
     inherited = handoff_reminders(Transcript(reminders=inherited), parent_agent_id="parent")
     return seed_inherited(t, inherited, sub_agent_id="sub", event_log=log)
 
@@ -108,7 +108,7 @@ def test_record_has_seq_topic_kind_payload_attributes():
 def test_records_are_frozen():
     rec = EventLog().emit("transcript.reminder.expired", {"reason": "ttl"})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        rec.seq = 5
+        rec.seq = 5  # type: ignore[misc]
 
 
 def test_emit_without_payload_gives_an_empty_dict():
@@ -131,7 +131,7 @@ def test_emit_copies_a_mapping_payload_into_a_plain_dict():
 
 def test_subscriber_receives_event_records():
     log = EventLog()
-    seen: list = []
+    seen: list[EventRecord] = []
     log.subscribe(seen.append)
     rec = log.emit("transcript.reminder.fired", {"reminder_id": "r"})
     assert seen == [rec]
@@ -141,7 +141,7 @@ def test_subscriber_receives_event_records():
 def test_subscriber_only_sees_later_records():
     log = EventLog()
     log.emit("transcript.reminder.fired", {"n": 1})
-    seen: list = []
+    seen: list[EventRecord] = []
     log.subscribe(seen.append)
     log.emit("transcript.reminder.fired", {"n": 2})
     assert [r.payload["n"] for r in seen] == [2]
@@ -150,9 +150,9 @@ def test_subscriber_only_sees_later_records():
 
 def test_subscribe_kind_prefix_filters():
     log = EventLog()
-    expired: list = []
-    everything: list = []
-    reminders: list = []
+    expired: list[EventRecord] = []
+    everything: list[EventRecord] = []
+    reminders: list[EventRecord] = []
     log.subscribe(expired.append, kind_prefix="transcript.reminder.expired")
     log.subscribe(everything.append)
     log.subscribe(reminders.append, kind_prefix="transcript.reminder.")
@@ -167,8 +167,8 @@ def test_subscribe_kind_prefix_filters():
 
 def test_unsubscribe_stops_delivery_and_is_harmless_twice():
     log = EventLog()
-    a: list = []
-    b: list = []
+    a: list[EventRecord] = []
+    b: list[EventRecord] = []
     stop_a = log.subscribe(a.append)
     log.subscribe(b.append)
     log.emit("transcript.reminder.fired", {"n": 1})
@@ -184,7 +184,7 @@ def test_unsubscribe_stops_delivery_and_is_harmless_twice():
 
 def test_subscribers_see_lifecycle_records_from_transforms():
     log = EventLog()
-    seen: list = []
+    seen: list[EventRecord] = []
     log.subscribe(seen.append, kind_prefix="transcript.reminder.inj")
     inject_reminder(Transcript(id="t"), {"body": "x"}, event_log=log, id_factory=lambda: "r")
     assert [(r.kind, r.payload["reminder_id"]) for r in seen] == [
@@ -318,8 +318,8 @@ def test_bind_without_ids_falls_back_to_the_transcript_id():
 def test_bind_shares_subscribers_both_ways():
     log = EventLog()
     view = log.bind(session_id="v")
-    from_parent: list = []
-    from_view: list = []
+    from_parent: list[EventRecord] = []
+    from_view: list[EventRecord] = []
     log.subscribe(from_parent.append)
     stop = view.subscribe(from_view.append)
     view.emit("transcript.reminder.fired", {"n": 1})
@@ -358,7 +358,7 @@ def test_parent_and_sub_agent_write_one_log():
 
 def test_nothing_is_emitted_without_a_log():
     watcher = EventLog()
-    seen: list = []
+    seen: list[EventRecord] = []
     watcher.subscribe(seen.append)
     with_log = EventLog()
     a = full_lifecycle(with_log)

@@ -289,7 +289,7 @@ def test_validate_reminder_payload_is_still_served_by_the_queue_module() -> None
 
 
 def test_a_string_grant_is_accepted_and_a_bad_one_is_rmd_001() -> None:
-    assert validate_reminder_payload({"body": "b"}, grant="corrective")["authority"] == (
+    assert validate_reminder_payload({"body": "b"}, grant="corrective")["authority"] == (  # type: ignore[arg-type]
         "corrective"
     )
     with pytest.raises(ReminderError) as info:

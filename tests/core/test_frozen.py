@@ -53,7 +53,7 @@ def test_the_hot_records_use_it() -> None:
 @pytest.mark.parametrize("cls", FAST, ids=lambda c: c.__name__)
 def test_signature_is_the_generated_one(cls: type) -> None:
     assert str(inspect.signature(cls)) == str(inspect.signature(_as_dataclasses_makes_it(cls)))
-    assert cls.__init__.__qualname__ == f"{cls.__qualname__}.__init__"
+    assert cls.__init__.__qualname__ == f"{cls.__qualname__}.__init__"  # type: ignore[misc]
 
 
 def test_values_defaults_and_factories() -> None:

@@ -6,6 +6,7 @@ Contract: spec 01-core §5 (pure transforms), §9 (sub-agent propagation) and th
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from agent_reminders import (
     Compacted,
     EventLog,
     Injected,
+    Message,
     MessageError,
     PostTurn,
     Propagate,
@@ -77,11 +79,11 @@ def rem(rid: str, **fields) -> Reminder:
     return Reminder(id=rid, **fields)
 
 
-def user(text: str) -> dict:
+def user(text: str) -> Message:
     return {"role": "user", "content": text}
 
 
-def assistant(text: str) -> dict:
+def assistant(text: str) -> Message:
     return {"role": "assistant", "content": text}
 
 
@@ -97,12 +99,12 @@ def kinds(log: EventLog) -> list[str]:
     return [r.kind for r in log.records]
 
 
-def payloads(log: EventLog, kind: str | None = None) -> list[dict]:
+def payloads(log: EventLog, kind: str | None = None) -> list[dict[str, Any]]:
     return [r.payload for r in log.records if kind is None or r.kind == kind]
 
 
-def conversation(n: int, *, system: bool = True) -> list[dict]:
-    out: list[dict] = [{"role": "system", "content": "SYS"}] if system else []
+def conversation(n: int, *, system: bool = True) -> list[Message]:
+    out: list[Message] = [{"role": "system", "content": "SYS"}] if system else []
     for i in range(n):
         out.append(user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}"))
     return out
@@ -369,9 +371,9 @@ def test_insert_reminder_keeps_the_given_reminder_and_dedupes():
 
 def test_insert_reminder_rejects_non_reminders_and_non_transcripts():
     with pytest.raises(TypeError):
-        insert_reminder(Transcript(), {"body": "x"})
+        insert_reminder(Transcript(), {"body": "x"})  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        insert_reminder("t", rem("a"))
+        insert_reminder("t", rem("a"))  # type: ignore[arg-type]
 
 
 # == clear_reminders ===========================================================================
@@ -476,7 +478,7 @@ def test_clear_needs_at_least_one_non_blank_selector(selector):
 
 def test_clear_non_transcript_raises_type_error():
     with pytest.raises(TypeError):
-        clear_reminders([rem("a")], {"id": "a"})
+        clear_reminders([rem("a")], {"id": "a"})  # type: ignore[arg-type]
 
 
 # == post_turn =================================================================================
@@ -585,9 +587,9 @@ def test_post_turn_leaves_messages_alone_and_rejects_bad_input():
     t = with_reminders(rem("a", ttl_turns=1), messages=[user("hi")])
     assert post_turn(t, 0).transcript.messages == t.messages
     with pytest.raises(TypeError):
-        post_turn("t", 0)
+        post_turn("t", 0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        post_turn(t, "1")
+        post_turn(t, "1")  # type: ignore[arg-type]
     with pytest.raises(ReminderError):
         post_turn(t, -1)
 
@@ -859,7 +861,7 @@ def test_custom_compactor_receives_all_surviving_reminders_before_the_preserve_f
         rem("kept", preserve_on_compact=True),
         messages=msgs,
     )
-    seen: dict = {}
+    seen: dict[str, Any] = {}
 
     def compactor(messages, reminders):
         seen["messages"] = messages
@@ -882,7 +884,7 @@ def test_custom_compactor_receives_all_surviving_reminders_before_the_preserve_f
 
 def test_custom_compactor_returning_messages_replaces_them():
     msgs = conversation(5)
-    replacement = [msgs[0], {"role": "user", "content": "recap"}, msgs[-1]]
+    replacement: list[Message] = [msgs[0], {"role": "user", "content": "recap"}, msgs[-1]]
     done = compact(with_reminders(messages=msgs), custom_compactor=lambda m, r: replacement)
     assert done.transcript.messages == tuple(replacement)
     assert done.archived_messages == 4
@@ -902,7 +904,7 @@ def test_custom_compactor_returning_an_invalid_message_raises():
     with pytest.raises(MessageError) as info:
         compact(
             with_reminders(messages=conversation(2)),
-            custom_compactor=lambda m, r: [{"role": "bot", "content": "x"}],
+            custom_compactor=lambda m, r: [{"role": "bot", "content": "x"}],  # type: ignore[typeddict-item]
         )
     assert info.value.code == "RMD-101"
 
@@ -933,6 +935,7 @@ def test_compact_keeps_the_transcript_id():
 def test_compact_removes_the_instructions_so_the_next_envelope_carries_them_again():
     t = with_reminders(rem("durable", preserve_on_compact=True), messages=conversation(2), tid="s")
     first = commit_directives(t, turn=0)
+    assert first.message is not None
     assert ENVELOPE_INSTRUCTIONS in first.message["content"]
     t2 = first.transcript
     for i in range(6):
@@ -941,6 +944,7 @@ def test_compact_removes_the_instructions_so_the_next_envelope_carries_them_agai
     assert all(ENVELOPE_INSTRUCTIONS not in str(m["content"]) for m in done.transcript.messages)
     again = commit_directives(done.transcript, turn=1)
     assert again.fired == ("durable",)
+    assert again.message is not None
     assert ENVELOPE_INSTRUCTIONS in again.message["content"]
 
 
@@ -1147,8 +1151,8 @@ def test_no_event_log_means_the_same_results_and_no_records():
         t = inject_reminder(
             t, {"body": "b", "dedupe_key": "k"}, event_log=log, id_factory=factory
         ).transcript
-        t = inject_reminder(t, {"body": "c", "ttl_turns": 1}, event_log=log, id_factory=factory)
-        t = t.transcript
+        done = inject_reminder(t, {"body": "c", "ttl_turns": 1}, event_log=log, id_factory=factory)
+        t = done.transcript
         t = commit_directives(t, turn=0, event_log=log).transcript
         t = post_turn(t, 0, event_log=log).transcript
         t = clear_reminders(t, {"id": "r-2"}, event_log=log).transcript

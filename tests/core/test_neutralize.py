@@ -201,7 +201,7 @@ def test_exact_names_are_defanged(text: str, expected: str) -> None:
 
 def test_a_whole_rendered_envelope_is_defanged() -> None:
     envelope = render_envelope(
-        [Reminder(body="a"), Reminder(body="b", authority="advisory", ttl_turns=2)]
+        [Reminder(body="a"), Reminder(body="b", authority="advisory", ttl_turns=2)]  # type: ignore[arg-type]
     )
     out = neutralize_untrusted(envelope)
     assert live_tag_starts(out) == set()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_reminders import Session, Transcript, check_append_only
+from agent_reminders import Message, Session, Transcript, check_append_only
 
 
 def _session() -> Session:
@@ -50,9 +50,9 @@ def test_nested_content_and_tool_calls_are_read_only() -> None:
     s = _session()
     first, call = s.transcript.messages[0], s.transcript.messages[1]
     with pytest.raises(TypeError):
-        first["content"].append({"type": "text", "text": "x"})
+        first["content"].append({"type": "text", "text": "x"})  # type: ignore[union-attr]
     with pytest.raises(TypeError):
-        first["content"][0]["text"] = "edited"
+        first["content"][0]["text"] = "edited"  # type: ignore[index]
     with pytest.raises(TypeError):
         call["tool_calls"][0]["arguments"]["path"] = "/etc"
     assert s.transcript.messages[0]["content"] == [{"type": "text", "text": "hi"}]
@@ -62,7 +62,7 @@ def test_request_messages_cannot_change_history_or_fool_the_checker() -> None:
     s = _session()
     first = s.prepare_request()
     with pytest.raises(TypeError):
-        first.messages[0]["content"] = "edited"  # type: ignore[index]
+        first.messages[0]["content"] = "edited"
     with pytest.raises(AttributeError):  # a read-only Sequence has no append
         first.messages.append({"role": "user", "content": "x"})  # type: ignore[attr-defined]
     s.append({"role": "assistant", "content": "ok"})
@@ -97,7 +97,7 @@ def test_copies_are_plain_and_mutable() -> None:
         made["role"] = "assistant"
         assert stored["role"] == "user"
     deep = copy.deepcopy(stored)
-    deep["content"].append({"type": "text", "text": "y"})
+    deep["content"].append({"type": "text", "text": "y"})  # type: ignore[union-attr]
     assert len(stored["content"]) == 1
     assert json.loads(json.dumps(stored)) == {
         "role": "user",
@@ -106,7 +106,7 @@ def test_copies_are_plain_and_mutable() -> None:
 
 
 def test_appending_copies_the_callers_message() -> None:
-    mine = {"role": "user", "content": [{"type": "text", "text": "mine"}]}
+    mine: Message = {"role": "user", "content": [{"type": "text", "text": "mine"}]}
     t = Transcript().append(mine)
-    mine["content"][0]["text"] = "changed later"
-    assert t.messages[0]["content"][0]["text"] == "mine"
+    mine["content"][0]["text"] = "changed later"  # type: ignore[index]
+    assert t.messages[0]["content"][0]["text"] == "mine"  # type: ignore[index]

@@ -27,7 +27,7 @@ def test_positional_construction_follows_the_spec_order() -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens) == (100, 20, None)
     response = ModelResponse({"role": "assistant", "content": "hi"}, usage)
     assert response.usage is usage
-    request = ModelRequest("sys", (), (), "s1", 3)
+    request = ModelRequest("sys", (), (), "s1", 3)  # type: ignore[arg-type]
     assert (request.session_id, request.turn) == ("s1", 3)
     result = ToolResult("out", False, True, 900)
     assert result.to_dict() == {
@@ -53,7 +53,7 @@ def test_prefix_break_compares_by_position_only() -> None:
 
 def test_reminder_stays_keyword_only() -> None:
     with pytest.raises(TypeError):
-        Reminder("id", "body")  # type: ignore[misc]
+        Reminder("id", "body")  # type: ignore[call-arg]
     assert all(f.kw_only for f in dataclasses.fields(Reminder))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from agent_reminders import (
     LIFECYCLE_TOPIC,
     Authority,
     EventLog,
+    Message,
     MessageError,
     Propagate,
     Reminder,
@@ -46,7 +48,7 @@ SYSTEM_REMINDER_EVENT_KEYS = {
 LIFECYCLE_IDS = {"session_id", "task_id", "agent_id"}
 
 
-def rich_messages() -> list[dict]:
+def rich_messages() -> list[Message]:
     return [
         {"role": "system", "content": "You are a careful coding agent."},
         {"role": "user", "content": 'Fix the failing test — ünïcödé ✓ and "quotes"'},
@@ -138,7 +140,7 @@ def test_constructor_takes_messages_and_reminders_in_order():
 
 def test_constructor_rejects_non_reminder_values():
     with pytest.raises(TypeError):
-        Transcript(reminders=[{"body": "not a Reminder"}])
+        Transcript(reminders=[{"body": "not a Reminder"}])  # type: ignore[list-item]
 
 
 # -- append ------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def test_constructor_rejects_non_reminder_values():
 
 def test_append_returns_a_new_transcript_and_leaves_the_original_alone():
     base = Transcript(id="t")
-    message = {"role": "user", "content": "hello"}
+    message: Message = {"role": "user", "content": "hello"}
     after = base.append(message)
     assert after is not base
     assert after.messages == ({"role": "user", "content": "hello"},)
@@ -164,7 +166,7 @@ def test_append_keeps_order_and_all_message_shapes():
 
 def test_append_copies_the_message_so_later_caller_mutation_does_not_leak():
     content = [{"type": "text", "text": "original"}]
-    message = {"role": "user", "content": content}
+    message: Message = {"role": "user", "content": content}
     t = Transcript().append(message)
     message["content"] = "changed"
     content[0]["text"] = "changed too"
@@ -608,7 +610,7 @@ def test_reminder_event_payload_round_trips_through_reminder_from_dict():
 # -- invalid reminder events: reported once as `dropped`, then pruned --------------------------
 
 
-def bad_events() -> list[dict]:
+def bad_events() -> list[dict[str, Any]]:
     return [
         {"kind": "message", "message": {"role": "user", "content": "hi"}},
         # blank body, payload has its own id -> reported under the payload id
@@ -862,6 +864,6 @@ def test_last_message_is_the_newest_read_only_message_of_this_transcript():
     assert later.last_message() == {"role": "assistant", "content": "b"}
     assert t.last_message() == {"role": "user", "content": "a"}  # its own length, not the log's
     with pytest.raises(TypeError):
-        later.last_message()["content"] = "changed"  # type: ignore[index]
+        later.last_message()["content"] = "changed"
     with pytest.raises(IndexError, match="no messages"):
         Transcript().last_message()

@@ -25,6 +25,7 @@ from claude_agent_sdk import (
     UserPromptSubmitHookInput,
     query,
 )
+from claude_agent_sdk.types import BaseHookInput
 
 from agent_reminders import ConfigError, Session
 from agent_reminders.facts import FactStore
@@ -45,7 +46,7 @@ def callback(hooks: dict[str, list[HookMatcher]], event: str) -> Callback:
     return fn
 
 
-def base(cwd: Path, session_id: str = "sdk-1") -> dict[str, Any]:
+def base(cwd: Path, session_id: str = "sdk-1") -> BaseHookInput:
     return {"session_id": session_id, "transcript_path": str(cwd / "t.jsonl"), "cwd": str(cwd)}
 
 
@@ -55,7 +56,7 @@ def prompt(cwd: Path, text: str = "go", session_id: str = "sdk-1") -> UserPrompt
 
 def failed_bash(cwd: Path) -> PostToolUseFailureHookInput:
     return {
-        **base(cwd),
+        **base(cwd),  # type: ignore[typeddict-item]
         "hook_event_name": "PostToolUseFailure",
         "tool_name": "Bash",
         "tool_input": {"command": "pytest -q", "description": "Run the tests"},
@@ -78,7 +79,7 @@ def test_one_matcher_per_event_of_the_hook_command() -> None:
         (matcher,) = matchers
         assert isinstance(matcher, HookMatcher)
         assert matcher.matcher is None  # every tool, every source
-    ClaudeAgentOptions(hooks=hooks)  # what the SDK is given
+    ClaudeAgentOptions(hooks=hooks)  # type: ignore[arg-type]  # what the SDK is given
 
 
 @pytest.mark.anyio
@@ -137,7 +138,7 @@ async def test_system_reminder_style_and_nothing_for_a_passing_run(tmp_path: Pat
     async with MemoryStore() as store:
         hooks = reminder_hooks(store=store, style="system_reminder")
         passed: PostToolUseHookInput = {
-            **base(tmp_path),
+            **base(tmp_path),  # type: ignore[typeddict-item]
             "hook_event_name": "PostToolUse",
             "tool_name": "Bash",
             "tool_input": {"command": "pytest -q"},
@@ -266,7 +267,7 @@ def test_the_sdk_and_its_cli_carry_the_reminders_to_the_model(tmp_path: Path) ->
         ids: list[str] = []
         for text in ("run the tests", "/compact", "carry on"):
             options = ClaudeAgentOptions(
-                hooks=hooks,
+                hooks=hooks,  # type: ignore[arg-type]
                 cwd=str(project),
                 env=env,
                 allowed_tools=["Bash"],

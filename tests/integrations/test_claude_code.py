@@ -93,7 +93,7 @@ class Project:
         use ``agent-reminders remind --store``)."""
 
         mode = normalize_mode(options.pop("mode", None))
-        fields = validate_reminder_payload({"body": body, **options}, grant="contract")
+        fields = validate_reminder_payload({"body": body, **options}, grant="contract")  # type: ignore[arg-type]
         fields["id"] = fields["id"] or f"pushed-{len(body)}-{abs(hash(body)) % 10**8}"
         item = QueueItem(kind="reminder", id=fields["id"], mode=mode, payload=fields)
 

@@ -147,7 +147,7 @@ def answer(request: RecordedRequest) -> dict[str, Any]:
 
 def contexts(body: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(role, label, text) of every hook additional context in a request, in order."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     for message in body["messages"]:
         for text in _blocks(message):
             found.extend((message["role"], m[1], m[2]) for m in CONTEXT.finditer(text))

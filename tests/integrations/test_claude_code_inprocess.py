@@ -295,7 +295,7 @@ class RacingStore(MemoryStore):
 
     raced = False
 
-    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:
+    async def claim(self, session_id: str, owner: str, ttl_seconds: float) -> str | None:  # type: ignore[override]
         if not self.raced:
             self.raced = True
             await self.create_session(Session(session_id).state())
@@ -309,7 +309,7 @@ async def test_a_first_run_that_loses_the_race_answers_on_the_stored_session(
 ) -> None:
     async with RacingStore() as store:
         start = event_of(tmp_path, hook_event_name="SessionStart", source="startup")
-        reply = await answer_hook(start, store=store)
+        reply = await answer_hook(start, store=store)  # type: ignore[arg-type]
         assert "Primary workspace root" in reply.text  # the other run had not started it
         state = await store.load_session("s")
         assert state is not None

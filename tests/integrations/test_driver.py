@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_reminders import ConfigError, ModelInfo, Session, ToolResult
+from agent_reminders import ConfigError, ModelInfo, Session, ToolCall, ToolResult
 from agent_reminders.hooks import Hooks
 from agent_reminders.integrations.driver import NOT_SUPPORTED, Driver, extra_missing
-from agent_reminders.loop.run import ToolCall
 
 
 def _texts(messages: list[dict[str, object]]) -> list[str]:

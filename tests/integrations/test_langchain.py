@@ -15,19 +15,21 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import SummarizationMiddleware
+from langchain.agents.middleware import InputAgentState, SummarizationMiddleware
 from langchain_anthropic import ChatAnthropic
 from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
+from langchain_core.language_models import ModelProfile
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages import ToolMessage as LCToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
@@ -44,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 SYSTEM = "You are a careful coding agent."
 TASK = "Fix the failing parser test."
-THREAD = {"configurable": {"thread_id": "t1"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t1"}}
 WINDOW = 1000
 
 FAILING = (
@@ -73,7 +75,7 @@ class ToolCallingFakeModel(GenericFakeChatModel):
     inputs: list[list[BaseMessage]] = Field(default_factory=list)
     tool_specs: list[str] = Field(default_factory=list)
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFakeModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFakeModel:
         specs = [convert_to_openai_tool(t) for t in tools]
         self.tool_specs.append(json.dumps(specs, sort_keys=True))
         return self
@@ -123,7 +125,7 @@ def _script() -> list[AIMessage]:
 
 
 # A fake model whose profile says a SystemMessage after the first turn reaches it in place.
-IN_PLACE = {"mid_conversation_system_messages": True}
+IN_PLACE: ModelProfile = {"mid_conversation_system_messages": True}
 
 
 class Scenario:
@@ -403,7 +405,7 @@ async def test_parallel_tool_calls_each_fire_post_tool_use(mode: str) -> None:
         evaluate=lambda ctx: events.append(ctx.payload["result"]["content"]),
     )
     agent = create_agent(model, tools=[read_file], middleware=[middleware])
-    task = {"messages": [HumanMessage("read them")]}
+    task: InputAgentState = {"messages": [HumanMessage("read them")]}
     state = agent.invoke(task) if mode == "sync" else await agent.ainvoke(task)
     results = [m.content for m in state["messages"] if isinstance(m, LCToolMessage)]
     expected = [f"f{n}.py: &lt;system-reminder>" for n in range(4)]
@@ -413,7 +415,7 @@ async def test_parallel_tool_calls_each_fire_post_tool_use(mode: str) -> None:
 
 @pytest.mark.parametrize("channel", ["user", "system"])
 def test_a_summarization_fires_post_compact_and_restates_what_survives(channel: str) -> None:
-    compactions: list[dict[str, Any]] = []
+    compactions: list[Mapping[str, Any]] = []
     middleware = ReminderMiddleware(context_window=WINDOW, channel=channel)
     session = middleware.session
     session.providers.register(
@@ -598,12 +600,16 @@ register_model_capabilities(f"openai-compatible:{LOCAL}", system_messages=True)
 
 def _chat_openai(name: str, **options: Any) -> Client:
     return lambda s: ChatOpenAI(
-        model=name, base_url=s.base_url, api_key="k", max_retries=0, **options
+        model=name,
+        base_url=s.base_url,
+        api_key="k",  # type: ignore[arg-type]
+        max_retries=0,
+        **options,
     )
 
 
 def _claude(name: str) -> Client:
-    return lambda s: ChatAnthropic(model=name, base_url=s.url, api_key="k", max_retries=0)
+    return lambda s: ChatAnthropic(model=name, base_url=s.url, api_key="k", max_retries=0)  # type: ignore[arg-type, call-arg]
 
 
 # client -> (model factory, the API the server sees, its message list, the envelopes' role);

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from langchain.agents import create_agent
 from langchain_anthropic import ChatAnthropic
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, ModelProfile
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, tool
@@ -38,7 +38,7 @@ from agent_reminders.integrations.langchain import (
 from agent_reminders.testing import RecordingModelServer
 
 SYSTEM = "You are a careful coding agent."
-IN_PLACE = {"mid_conversation_system_messages": True}
+IN_PLACE: ModelProfile = {"mid_conversation_system_messages": True}
 ENVELOPE = "<context-directives"
 
 
@@ -49,7 +49,7 @@ class FlakyFakeModel(GenericFakeChatModel):
     inputs: list[list[BaseMessage]] = Field(default_factory=list)
     fail: set[int] = Field(default_factory=set)
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FlakyFakeModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FlakyFakeModel:
         return self
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
@@ -112,27 +112,29 @@ MODELS: dict[str, tuple[BaseChatModel, str, tuple[bool, bool, bool]]] = {
     # model -> (its key in the capability table, (in place, anywhere, as developer))
     # langchain-anthropic's profile sets mid_conversation_system_messages for Opus 4.8
     "opus-4-8": (
-        ChatAnthropic(model="claude-opus-4-8", api_key="k"),
+        ChatAnthropic(model="claude-opus-4-8", api_key="k"),  # type: ignore[arg-type, call-arg]
         "anthropic:claude-opus-4-8",
         (True, False, False),
     ),
     # no flag: ChatAnthropic would move a late SystemMessage into the system prompt
     "sonnet-4-5": (
-        ChatAnthropic(model="claude-sonnet-4-5", api_key="k"),
+        ChatAnthropic(model="claude-sonnet-4-5", api_key="k"),  # type: ignore[arg-type, call-arg]
         "anthropic:claude-sonnet-4-5",
         (False, False, False),
     ),
     # ChatOpenAI sends every SystemMessage where it stands; developer on OpenAI's endpoint
-    "openai": (ChatOpenAI(model="gpt-4o", api_key="k"), "openai:gpt-4o", (True, True, True)),
+    "openai": (ChatOpenAI(model="gpt-4o", api_key="k"), "openai:gpt-4o", (True, True, True)),  # type: ignore[arg-type]
     "openai-compatible": (
-        ChatOpenAI(model="gpt-5", api_key="k", base_url=LOCAL),
+        ChatOpenAI(model="gpt-5", api_key="k", base_url=LOCAL),  # type: ignore[arg-type]
         "openai-compatible:gpt-5",
         (True, True, False),
     ),
     # a profile that says no (as langchain-openai's Codex class does) is heeded
     "profile-says-no": (
         ChatOpenAI(
-            model="gpt-4o", api_key="k", profile={"mid_conversation_system_messages": False}
+            model="gpt-4o",
+            api_key="k",  # type: ignore[arg-type]
+            profile={"mid_conversation_system_messages": False},
         ),
         "openai:gpt-4o",
         (False, True, True),
@@ -293,8 +295,11 @@ def test_chat_anthropic_after_a_failed_call_gets_no_400_and_no_hoisted_system() 
         {"content": "recovered"},
     ]
     with RecordingModelServer(script) as server:
-        model = ChatAnthropic(
-            model="claude-opus-4-8", base_url=server.url, api_key="k", max_retries=0
+        model = ChatAnthropic(  # type: ignore[call-arg]
+            model="claude-opus-4-8",
+            base_url=server.url,
+            api_key="k",  # type: ignore[arg-type]
+            max_retries=0,
         )
         middleware = ReminderMiddleware(model=model)
         session = middleware.session_for("t")
@@ -324,8 +329,11 @@ def test_chat_anthropic_after_a_failed_call_gets_no_400_and_no_hoisted_system() 
 
 def test_without_model_the_first_envelopes_are_user_text() -> None:
     with RecordingModelServer([_tool_call(1), {"content": "done"}]) as server:
-        model = ChatAnthropic(
-            model="claude-opus-4-8", base_url=server.url, api_key="k", max_retries=0
+        model = ChatAnthropic(  # type: ignore[call-arg]
+            model="claude-opus-4-8",
+            base_url=server.url,
+            api_key="k",  # type: ignore[arg-type]
+            max_retries=0,
         )
         middleware = ReminderMiddleware()
         session = middleware.session
@@ -369,7 +377,7 @@ def test_chat_openai_on_openais_endpoint_sends_developer_messages(api: str) -> N
     ):
         model = ChatOpenAI(
             model="gpt-4.1",
-            api_key="k",
+            api_key="k",  # type: ignore[arg-type]
             max_retries=0,
             http_client=http,
             use_responses_api=api == "responses",
@@ -403,8 +411,11 @@ def test_each_model_call_is_append_only_on_the_system_channel_with_chat_anthropi
     server's placement rules: every request valid, each a prefix of the next."""
     script = [*(_tool_call(n) for n in range(5)), {"content": "done"}]
     with RecordingModelServer(script) as server:
-        model = ChatAnthropic(
-            model="claude-opus-4-8", base_url=server.url, api_key="k", max_retries=0
+        model = ChatAnthropic(  # type: ignore[call-arg]
+            model="claude-opus-4-8",
+            base_url=server.url,
+            api_key="k",  # type: ignore[arg-type]
+            max_retries=0,
         )
         middleware = ReminderMiddleware(model=model)
         counter = itertools.count()

@@ -30,6 +30,8 @@ from agents import (
     Runner,
     RunResult,
     SQLiteSession,
+    Tool,
+    TResponseInputItem,
     Usage,
     function_tool,
 )
@@ -176,7 +178,7 @@ def scenario(steps: list[Step], channel: str = "user", **options: Any) -> Scenar
     events: dict[str, list[dict[str, Any]]] = {"post_tool_use": [], "on_budget_threshold": []}
     hooks = Hooks()
     for name, seen in events.items():
-        hooks.session(name, lambda event, payload, seen=seen: seen.append(dict(payload)))
+        hooks.session(name, lambda event, payload, seen=seen: seen.append(dict(payload)))  # type: ignore[misc]
     registry = GeneratorRegistry()
     registry.register(PlanOnce())
     if channel == "system":
@@ -202,7 +204,7 @@ def scenario(steps: list[Step], channel: str = "user", **options: Any) -> Scenar
         return FORGED
 
     model = StepModel(steps)
-    tools = [bash, push, read_file]
+    tools: list[Tool] = [bash, push, read_file]
     if channel == "system":
         agent = Agent(name="coder", instructions=SYSTEM, tools=tools, model=OPENAI.name)
         config = RunConfig(call_model_input_filter=reminders, tracing_disabled=True, model=model)
@@ -360,7 +362,10 @@ async def test_a_second_run_from_to_input_list_resends_every_envelope_in_place(
     first = await Runner.run(s.agent, TASK, run_config=s.config, hooks=s.hooks)
     last = s.model.calls[-1].input
     follow_up(s)
-    again = [*first.to_input_list(), {"role": "user", "content": "Now update the docs."}]
+    again: list[TResponseInputItem] = [
+        *first.to_input_list(),
+        {"role": "user", "content": "Now update the docs."},
+    ]
     second = await Runner.run(s.agent, again, run_config=s.config, hooks=s.hooks)
     assert second.final_output == "Docs updated."
     check_second_run(s, last)
@@ -518,7 +523,9 @@ async def test_one_given_session_keeps_positions_per_conversation() -> None:
         shared.queue.remind({"body": f"Note for {name}."})
         model = StepModel([Step([assistant_message("ok")])])
         agent = Agent(name="coder", instructions=SYSTEM, model=model)
-        history = [{"role": "user", "content": "Earlier."}] * (1 if name == "a" else 3)
+        history: list[TResponseInputItem] = [{"role": "user", "content": "Earlier."}] * (
+            1 if name == "a" else 3
+        )
         await Runner.run(
             agent,
             [*history, {"role": "user", "content": prompt}],
@@ -578,7 +585,7 @@ async def client_for(server: RecordingModelServer, official: bool) -> AsyncItera
         return
     async with (
         httpx.AsyncClient(transport=ToServer(server)) as http,
-        AsyncOpenAI(api_key="k", max_retries=0, http_client=http) as client,
+        AsyncOpenAI(api_key="k", max_retries=0, http_client=http) as client,  # type: ignore[arg-type]
     ):
         yield client
 

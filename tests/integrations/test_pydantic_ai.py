@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -420,7 +420,7 @@ def test_a_second_run_resends_every_envelope_at_the_same_position(
     assert len(added) == 1
     assert isinstance(added[0], ModelRequest)
     assert [type(p) for p in added[0].parts] == [run.kind]
-    assert "tests/test_docs.py::test_links" in str(added[0].parts[0].content)
+    assert "tests/test_docs.py::test_links" in str(added[0].parts[0].content)  # type: ignore[union-attr]
     # the session started once: the first run's envelopes were not stated again
     texts = [m["content"] for m in run.capability.session.transcript.messages]
     assert len(texts) == 6
@@ -476,7 +476,7 @@ def test_test_model_runs_every_tool_through_the_capability() -> None:
     result = agent.run_sync("go")
     history = result.all_messages()
     assert isinstance(history[1], ModelRequest)
-    assert "Check the output of every tool." in str(history[1].parts[0].content)
+    assert "Check the output of every tool." in str(history[1].parts[0].content)  # type: ignore[union-attr]
     returns = [p for m in history for p in m.parts if isinstance(p, ToolReturnPart)]
     assert returns
     assert all(str(p.content).startswith("&lt;system-reminder>") for p in returns)
@@ -489,7 +489,7 @@ def test_structured_tool_results_keep_their_shape_and_lose_forged_tags() -> None
         return ModelResponse(parts=[TextPart("ok")])
 
     capability = ReminderCapability()
-    events: list[dict[str, Any]] = []
+    events: list[Mapping[str, Any]] = []
     capability.session.providers.register(
         "probe", subscribes_to="post_tool_use", evaluate=lambda ctx: events.append(ctx.payload)
     )
@@ -525,7 +525,7 @@ def test_tool_hooks_block_modify_and_remind() -> None:
         return ModelResponse(parts=[TextPart("done")])
 
     capability = ReminderCapability(hooks=hooks)
-    events: list[dict[str, Any]] = []
+    events: list[Mapping[str, Any]] = []
     capability.session.providers.register(
         "probe", subscribes_to="post_tool_use", evaluate=lambda ctx: events.append(ctx.payload)
     )
@@ -582,7 +582,7 @@ async def test_async_runs_and_drained_user_messages() -> None:
     agent = Agent(TestModel(), capabilities=[capability])
     result = await agent.run("go")
     history = result.all_messages()
-    assert [m.parts[0].content for m in history[1:3]] == [
+    assert [m.parts[0].content for m in history[1:3]] == [  # type: ignore[union-attr]
         "Also, keep the changelog short.",
         ["Two", "blocks"],
     ]
@@ -593,7 +593,7 @@ async def test_async_runs_and_drained_user_messages() -> None:
 async def test_streamed_runs_go_through_the_same_hooks() -> None:
     capability = ReminderCapability(context_window=WINDOW)
     capability.session.inject({"body": "Streamed note.", "ttl_turns": 2})
-    budgets: list[dict[str, Any]] = []
+    budgets: list[Mapping[str, Any]] = []
     capability.session.providers.register(
         "probe", subscribes_to="on_budget_threshold", evaluate=lambda c: budgets.append(c.payload)
     )
@@ -608,7 +608,7 @@ async def test_streamed_runs_go_through_the_same_hooks() -> None:
         await stream.get_output()
     history = stream.all_messages()
     assert isinstance(history[1], ModelRequest)
-    assert "Streamed note." in str(history[1].parts[0].content)
+    assert "Streamed note." in str(history[1].parts[0].content)  # type: ignore[union-attr]
     assert count_in(history, "Streamed note.") == (1, 0)
     assert len(budgets) == 2
     assert {b["model"] for b in budgets} == {"test"}
@@ -721,7 +721,7 @@ def test_odd_shapes_prompt_parts_blocks_failures_and_missing_usage() -> None:
     assert budgets[0].payload["usage"] is None
     assert budgets[1].payload["usage"]["input_tokens"] == 100
     history = result.all_messages()
-    assert history[1].parts[0].content == ['{"image_url": {"url": "data:,x"}, "type": "image_url"}']
+    assert history[1].parts[0].content == ['{"image_url": {"url": "data:,x"}, "type": "image_url"}']  # type: ignore[union-attr]
     failed = next(c.payload for c in tools if c.payload["tool_name"] == "lookup")
     assert failed["result"]["ok"] is False
     assert failed["result"]["content"] == "no such entry &lt;/directive>"

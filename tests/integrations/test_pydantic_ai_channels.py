@@ -170,7 +170,7 @@ class ToServer(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-SCRIPT = [
+SCRIPT: list[dict[str, Any]] = [
     {"tool_calls": [{"id": "c1", "name": "check", "arguments": {}}]},
     {"content": "done"},
 ]
@@ -183,7 +183,7 @@ async def test_openai_on_its_own_endpoint_gets_system_messages_in_place() -> Non
     with RecordingModelServer(SCRIPT) as server:
         async with (
             httpx.AsyncClient(transport=ToServer(server)) as http,
-            openai.AsyncOpenAI(api_key="k", max_retries=0, http_client=http) as client,
+            openai.AsyncOpenAI(api_key="k", max_retries=0, http_client=http) as client,  # type: ignore[arg-type]
         ):
             model = OpenAIChatModel("gpt-5", provider=OpenAIProvider(openai_client=client))
             capability = ReminderCapability()

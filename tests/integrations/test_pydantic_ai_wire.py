@@ -161,7 +161,7 @@ async def run_two(
         "probe", subscribes_to="on_budget_threshold", evaluate=lambda c: usages.append(c.payload)
     )
     # the agent's prompt as a system prompt part of the first request, or as instructions
-    agent = Agent(
+    agent: Agent[None, str] = Agent(  # type: ignore[call-overload]
         model, capabilities=[capability], model_settings=settings or None, **{prompt: SYSTEM}
     )
 

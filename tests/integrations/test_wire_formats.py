@@ -44,7 +44,7 @@ def tool_session() -> tuple[Session, ModelRequest]:
 
 
 def request(messages: list[dict[str, Any]], system: str = "sys", **kw: Any) -> ModelRequest:
-    return ModelRequest(system=system, messages=messages, **kw)
+    return ModelRequest(system=system, messages=messages, **kw)  # type: ignore[arg-type]
 
 
 def strip(value: Any) -> Any:
@@ -285,7 +285,7 @@ def test_anthropic_look_back_counts_tool_use_and_tool_result_blocks() -> None:
     results = [
         {"role": "tool", "tool_call_id": f"c{i}", "name": "ls", "content": "x"} for i in range(10)
     ]
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},  # block 0
         {"role": "assistant", "content": "", "tool_calls": calls},  # blocks 1..10
         *results,  # one user message, blocks 11..20

@@ -213,7 +213,7 @@ def assert_well_formed(messages: Iterable[Mapping[str, Any]]) -> None:
         following = [x.get("tool_call_id") for x in listed[i + 1 : i + 1 + len(wanted)]]
         roles = [x.get("role") for x in listed[i + 1 : i + 1 + len(wanted)]]
         assert roles == ["tool"] * len(wanted), (wanted, roles)
-        assert sorted(following) == sorted(wanted), (wanted, following)
+        assert sorted(following) == sorted(wanted), (wanted, following)  # type: ignore[type-var]
         answered.update(wanted)
     results = Counter(m["tool_call_id"] for m in listed if m.get("role") == "tool")
     assert results == answered, (results, answered)
@@ -1561,7 +1561,7 @@ async def test_a_given_session_keeps_its_system_reminders_and_event_log() -> Non
         ("event_log", other_log),
     ):
         with pytest.raises(ValueError, match=name):
-            await agent_loop(Host([answer()]), "task", session=session, **{name: value})
+            await agent_loop(Host([answer()]), "task", session=session, **{name: value})  # type: ignore[arg-type]
     assert session.transcript.messages == ()  # refused before anything happened
     assert len(other_log) == 0
 
@@ -1631,7 +1631,7 @@ async def test_session_of_the_wrong_type_is_rejected(bad: object) -> None:
 async def test_bad_limits_are_rejected(name: str, value: object) -> None:
     model = Host([answer()])
     with pytest.raises((ValueError, TypeError), match=name):
-        await agent_loop(model, "task", **{name: value})
+        await agent_loop(model, "task", **{name: value})  # type: ignore[arg-type]
     assert model.requests == []
 
 

@@ -20,7 +20,7 @@ PER_REQUEST_LIMIT = 2048  # bytes; one copied history of this run would be ~10 K
 
 
 def _script(n: int) -> list[dict[str, object]]:
-    calls = [
+    calls: list[dict[str, object]] = [
         {"tool_calls": [{"id": f"c{i}", "name": "echo", "arguments": {"text": f"step {i}"}}]}
         for i in range(n - 1)
     ]

@@ -44,7 +44,7 @@ def test_a_misspelt_integration_option_names_the_integration_and_the_fix() -> No
 
 def test_a_plain_function_as_the_model_says_how_to_wrap_it() -> None:
     with pytest.raises(TypeError, match=r"async callable.*FunctionModel\(fn\)") as caught:
-        anyio.run(agent_loop, lambda request: "hi", "t")
+        anyio.run(agent_loop, lambda request: "hi", "t")  # type: ignore[arg-type]
     assert "can't be used in 'await' expression" not in str(caught.value)
     # the fix it names works
     result = anyio.run(agent_loop, FunctionModel(lambda request: "hi"), "t")

@@ -183,7 +183,7 @@ def test_empty_list_is_rejected() -> None:
 
 def test_entry_that_is_not_a_mapping_is_rejected_naming_its_index() -> None:
     with pytest.raises(TypeError, match="response 1"):
-        ScriptedModel([{"content": "ok"}, "not a mapping"])
+        ScriptedModel([{"content": "ok"}, "not a mapping"])  # type: ignore[list-item]
 
 
 def test_entry_without_message_content_or_tool_calls_is_rejected() -> None:

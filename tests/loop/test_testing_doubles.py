@@ -275,7 +275,7 @@ async def test_function_model_drives_agent_loop() -> None:
 @pytest.mark.anyio
 async def test_function_model_refuses_bad_return_values() -> None:
     with pytest.raises(TypeError, match="int"):
-        await FunctionModel(lambda req: 42)(request())
+        await FunctionModel(lambda req: 42)(request())  # type: ignore[arg-type, return-value]
     with pytest.raises(ScriptError, match="colour"):
         await FunctionModel(lambda req: {"content": "x", "colour": 1})(request())
     with pytest.raises(TypeError):

@@ -4,6 +4,7 @@ missing keys, missing usage figures, conflicting settings."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -38,14 +39,18 @@ def claude(server: RecordingModelServer, **kw: Any) -> AnthropicModel:
     return AnthropicModel("m", base_url=server.url, api_key="k", **kw)
 
 
-MAKERS = {"chat": chat, "responses": responses, "anthropic": claude}
+MAKERS: dict[str, Callable[..., OpenAIChatModel | OpenAIResponsesModel | AnthropicModel]] = {
+    "chat": chat,
+    "responses": responses,
+    "anthropic": claude,
+}
 PROVIDERS = {"chat": "openai", "responses": "openai", "anthropic": "anthropic"}
 
 
 @pytest.mark.parametrize("status", [500, 429])
 @pytest.mark.parametrize("backend", sorted(MAKERS))
 async def test_http_error_after_retries_is_one_model_error(backend: str, status: int) -> None:
-    failure = {"error": f"the server says no ({status})", "status": status}
+    failure: dict[str, Any] = {"error": f"the server says no ({status})", "status": status}
     with RecordingModelServer([failure]) as server:
         async with MAKERS[backend](server, max_retries=0) as model:
             with pytest.raises(ModelError) as caught:
@@ -140,7 +145,7 @@ async def test_bad_responses_arguments_and_empty_arguments() -> None:
         {"type": "reasoning", "id": "r1", "summary": []},
     ]
     bad = [{"type": "function_call", "call_id": "c2", "name": "ls", "arguments": "[1]"}]
-    script = [
+    script: list[dict[str, Any]] = [
         {"raw_response": {"id": "r", "object": "response", "output": output}},
         {"raw_response": {"id": "r", "object": "response", "output": bad}},
     ]

@@ -232,6 +232,7 @@ async def test_chat_request_fields_and_tool_results() -> None:
     results = [m for m in last if m["role"] == "tool"]
     assert len(results) == 8 + WIDE
     assert results[0]["content"].startswith("# gen_0.py")
+    assert run.result.final_message is not None
     assert run.result.final_message["content"] == "All done: naïve ✓."
     calls = [m for m in run.session.transcript.messages if m.get("tool_calls")]
     assert calls[0]["tool_calls"][0] == {
@@ -252,6 +253,7 @@ async def test_responses_requests_are_stateless() -> None:
     last = server.bodies("responses")[-1]["input"]
     assert sum(1 for item in last if item["type"] == "function_call") == 8 + WIDE
     assert last[0] == {"type": "message", "role": "user", "content": "Fix the failing build."}
+    assert run.result.final_message is not None
     assert run.result.final_message["content"] == "All done: naïve ✓."
 
 

@@ -424,8 +424,8 @@ async def test_after_a_failed_call_the_downgrade_avoids_the_400(
     import agent_reminders.models.anthropic as backend
 
     if not downgrade:
-        monkeypatch.setattr(backend, "to_anthropic", downgrade_undone(backend.to_anthropic))
-    script = [{"error": "Overloaded", "status": 529}, "Done."]
+        monkeypatch.setattr(backend, "to_anthropic", downgrade_undone(backend.to_anthropic))  # type: ignore[attr-defined]
+    script: list[dict[str, Any] | str] = [{"error": "Overloaded", "status": 529}, "Done."]
     with RecordingModelServer(script) as server:
         async with AnthropicModel(OPUS, base_url=server.url, api_key="k", max_retries=0) as m:
             session = Session()
@@ -435,6 +435,7 @@ async def test_after_a_failed_call_the_downgrade_avoids_the_400(
             assert [x["role"] for x in session.transcript.messages] == ["user", "system"]
             if downgrade:
                 result = await agent_loop(m, "try again", session=session)
+                assert result.final_message is not None
                 assert result.final_message["content"] == "Done."
             else:
                 with pytest.raises(ModelError) as caught:

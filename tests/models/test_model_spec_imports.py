@@ -70,7 +70,7 @@ def test_unknown_attribute_of_models() -> None:
     import agent_reminders.models as models
 
     with pytest.raises(AttributeError, match="Nope"):
-        _ = models.Nope  # type: ignore[attr-defined]
+        _ = models.Nope
     assert "OpenAIChatModel" in dir(models)
 
 

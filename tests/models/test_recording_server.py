@@ -93,7 +93,7 @@ def test_non_json_body_is_a_400() -> None:
 
 
 def test_scripted_errors_in_the_provider_shape() -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"error": "slow down", "status": 429, "headers": {"retry-after": "0"}},
         {"error": "boom"},
     ]
@@ -245,12 +245,12 @@ def test_a_messages_request_with_stream_true_gets_the_sse_events() -> None:
 
     answer = "The parser test fails on empty input; the fix is a guard at the top of parse()."
     call = {"id": "toolu_1", "name": "Bash", "arguments": {"command": "pytest -q"}}
-    script = [{"tool_calls": [call]}, {"content": answer}]
+    script: list[dict[str, Any]] = [{"tool_calls": [call]}, {"content": answer}]
     with (
         RecordingModelServer(script, loop=True) as server,
         anthropic.Anthropic(base_url=server.url, api_key="test") as client,
     ):
-        ask = {"model": "m", "max_tokens": 100}
+        ask: dict[str, Any] = {"model": "m", "max_tokens": 100}
         with client.messages.stream(messages=[{"role": "user", "content": "go"}], **ask) as s:
             first = s.get_final_message()
         with client.messages.stream(messages=[{"role": "user", "content": "and?"}], **ask) as s:
@@ -270,7 +270,7 @@ def test_a_messages_request_with_stream_true_gets_the_sse_events() -> None:
                 line[7:] for line in raw.read().decode().splitlines() if line[:7] == "event: "
             ]
     assert first.stop_reason == "tool_use"
-    assert [(b.type, b.name, b.input) for b in first.content] == [
+    assert [(b.type, b.name, b.input) for b in first.content] == [  # type: ignore[union-attr]
         ("tool_use", "Bash", {"command": "pytest -q"})
     ]
     assert second.stop_reason == "end_turn"

@@ -170,7 +170,7 @@ def test_openai_takes_developer_and_system_anywhere_and_refuses_unknown_roles() 
         with pytest.raises(openai.BadRequestError) as caught:
             client.chat.completions.create(
                 model="m",
-                messages=[*chat, {"role": "boss", "content": "f"}],  # type: ignore[list-item]
+                messages=[*chat, {"role": "boss", "content": "f"}],  # type: ignore[list-item, misc]
             )
     error = caught.value.body
     assert isinstance(error, dict)

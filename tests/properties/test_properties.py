@@ -237,7 +237,8 @@ def test_envelope_escaping_keeps_structure(
     items: list[tuple[str, str, int | None, str]], instructions: bool
 ) -> None:
     reminders = [
-        Reminder(body=b, authority=a, ttl_turns=ttl, role_hint=h) for b, a, ttl, h in items
+        Reminder(body=b, authority=a, ttl_turns=ttl, role_hint=h)  # type: ignore[arg-type]
+        for b, a, ttl, h in items
     ]
     k = len(reminders)
 
@@ -354,7 +355,7 @@ PROJECT_BODIES = st.sampled_from(["a", " a ", "a\n", "b", "b  c", "b c", "c"])
 def reminder_queues(draw: st.DrawFn) -> list[Reminder]:
     specs = draw(st.lists(st.tuples(PROJECT_BODIES, KEYS, AUTHORITIES), max_size=8))
     return [
-        Reminder(id=f"r{i}", body=body, dedupe_key=key, authority=authority)
+        Reminder(id=f"r{i}", body=body, dedupe_key=key, authority=authority)  # type: ignore[arg-type]
         for i, (body, key, authority) in enumerate(specs)
     ]
 
@@ -442,7 +443,7 @@ def test_a_produced_reminder_equals_the_validated_record(
     )
     (made,) = done.transcript.reminders
     given = {k: v for k, v in options.items() if v is not None}
-    expected = Reminder(id="r-1", source=source, fired_at_turn=turn, **given)
+    expected = Reminder(id="r-1", source=source, fired_at_turn=turn, **given)  # type: ignore[arg-type]
     assert made == expected
     assert list(made.to_dict().items()) == list(expected.to_dict().items())
     assert list(vars(made)) == list(vars(expected))

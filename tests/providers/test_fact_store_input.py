@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +225,7 @@ def test_read_only_falls_back_to_an_immutable_open(
     path = tmp_path / "facts.db"
     _store_with_facts(path)
     _not_writable(monkeypatch)
-    real = sqlite3.connect
+    real: Callable[..., sqlite3.Connection] = sqlite3.connect
     targets: list[str] = []
 
     def connect(target: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:

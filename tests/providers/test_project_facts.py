@@ -55,7 +55,8 @@ def fired(result: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def lines(result: Mapping[str, Any] | None) -> list[str]:
-    return fired(result)["body"].splitlines()
+    body: str = fired(result)["body"]
+    return body.splitlines()
 
 
 @pytest.fixture
@@ -224,6 +225,7 @@ def test_default_path_is_relative_to_the_current_directory(
 
     with FactStore(tmp_path / ".agent-reminders" / "facts.db") as s:
         s.store_fact(fact("Found under the working directory."))
+    config: dict[str, Any] | None
     for config in (None, {}):
         body = lines(pf.evaluate(ctx(config=config)))
         assert "Found under the working directory." in body[1]

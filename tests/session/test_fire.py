@@ -112,6 +112,7 @@ def test_provider_context_fields() -> None:
     assert dict(mine.payload) == payload
     assert isinstance(mine.options, ReminderOptions)
     assert mine.options == s.reminder_options
+    assert mine.config is not None
     assert dict(mine.config) == {"threshold": 3}
     assert other.config is None
 

@@ -261,7 +261,7 @@ def test_subscribed_providers_follow_registry_changes() -> None:
     assert [p.id for p in s.providers.subscribed(options, "post_step")] == ["io"]
     assert [p.id for p in s.providers.subscribed_blocking(options, "post_step")] == ["io"]
     assert s.fires_blocking("post_step")
-    assert s.fires_blocking("post_step", ["not", "a", "mapping"])  # judged without a payload
+    assert s.fires_blocking("post_step", ["not", "a", "mapping"])  # type: ignore[arg-type]  # judged without a payload
     enabled = [p.id for p in s.providers.enabled(options)]
     assert enabled[-1] == "io"
     assert "grounded_review" not in enabled
@@ -283,7 +283,7 @@ def test_the_policy_skips_providers_of_other_events() -> None:
             event="post_step", session_id=s.id, payload={}, options=s.reminder_options, config=None
         ),
         transcript=lambda: s.transcript,
-        inject=lambda parsed, body: ran.append(body),  # type: ignore[arg-type,func-returns-value]
+        inject=lambda parsed, body: ran.append(body),  # type: ignore[arg-type, return-value]
         budget=4096,
         event_log=s.event_log,
         session_id=s.id,

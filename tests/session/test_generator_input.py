@@ -64,7 +64,7 @@ def test_generators_and_providers_report_fired_as_a_boolean_in_a_session() -> No
         "two", subscribes_to="post_step", evaluate=lambda c: [{"body": "a"}, {"body": "b"}]
     )
     s.providers.register("none", subscribes_to="post_step", evaluate=lambda c: None)
-    s.providers.register("bad", subscribes_to="post_step", evaluate=lambda c: 1 / 0)
+    s.providers.register("bad", subscribes_to="post_step", evaluate=lambda c: 1 / 0)  # type: ignore[arg-type, return-value]
     s.append({"role": "user", "content": "hi"})
     s.prepare_request()
     with pytest.raises(ZeroDivisionError):

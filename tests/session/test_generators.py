@@ -237,7 +237,7 @@ class WithId:
         self.id = id
         self.interval = interval
         if compute != "method":
-            self.compute = compute
+            self.compute = compute  # type: ignore[method-assign]
 
     def compute(self, force: bool) -> None:
         return None
@@ -974,7 +974,7 @@ def test_on_context_appends_one_message_in_place() -> None:
     prior = {"role": "user", "content": "hi"}
     messages: list[Any] = [prior]
     same = messages
-    assert injector.on_context(messages) is None
+    assert injector.on_context(messages) is None  # type: ignore[func-returns-value]
     assert messages is same
     assert messages[0] is prior
     assert messages == [
@@ -1184,6 +1184,7 @@ def test_session_generator_text_not_delivered_keeps_its_clock() -> None:
     session.clear({"id": blocker.reminder_id})
     request = session.prepare_request()  # call 4: forced, now delivered
     assert g.forces == [F, T, T, T]
+    assert isinstance(request.messages[-1]["content"], str)
     assert request.messages[-1]["content"].count("Check the plan.") == 1
     assert '<directive authority="advisory" ttl_turns="1">' in request.messages[-1]["content"]
     session.append({"role": "assistant", "content": "ok"})
@@ -1259,7 +1260,7 @@ def test_session_system_reminder_text_equals_the_pi_message_text() -> None:
     changes: dict[int, Callable[[], None]] = {
         2: lambda: pool.append("search"),
         4: lambda: pool.remove("deploy"),
-        5: lambda: (pool.remove("read_file"), pool.extend(["grep", "ls"])),
+        5: lambda: (pool.remove("read_file"), pool.extend(["grep", "ls"])),  # type: ignore[dict-item, func-returns-value]
     }
     pi_messages: list[Any] = []
     requests = []

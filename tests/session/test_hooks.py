@@ -456,8 +456,8 @@ def test_step_hook_reminder_is_injected() -> None:
 def test_persona_hooks_run_by_name() -> None:
     got: list[tuple[str, str]] = []
     hooks = Hooks()
-    hooks.persona("reviewer", lambda name, p: got.append(("reviewer", name)) or None)
-    hooks.persona("writer", lambda name, p: got.append(("writer", name)) or None)
+    hooks.persona("reviewer", lambda name, p: got.append(("reviewer", name)) or None)  # type: ignore[func-returns-value]
+    hooks.persona("writer", lambda name, p: got.append(("writer", name)) or None)  # type: ignore[func-returns-value]
     hooks.persona(
         "reviewer", lambda name, p: {"body": "Review like a maintainer.", "tags": ["persona"]}
     )

@@ -21,7 +21,7 @@ from agent_reminders import (
     Source,
     Transcript,
 )
-from agent_reminders.queue import SEAMS
+from agent_reminders.queue import SEAMS  # type: ignore[attr-defined]
 
 CHECKPOINT = "loop.checkpoint"
 DEDUPED = "transcript.reminder.deduped"
@@ -59,7 +59,9 @@ def _rmd(payload: object, *, queue: InjectionQueue | None = None, **kw: Any) -> 
     return info.value
 
 
-def _accepted(payload: dict[str, Any], *, queue: InjectionQueue | None = None, **kw: Any) -> dict:
+def _accepted(
+    payload: dict[str, Any], *, queue: InjectionQueue | None = None, **kw: Any
+) -> dict[str, Any]:
     """Push ``payload`` expecting success; returns its pending row."""
     q = queue if queue is not None else InjectionQueue()
     rid = q.remind(payload, **kw)
@@ -795,7 +797,7 @@ def test_run_seam_injects_bridge_reminder_with_queued_id_and_session_turn() -> N
     [r] = session.transcript.reminders
     assert r.id == "rem-42"
     assert r.source == Source.BRIDGE
-    assert r.source == "bridge"
+    assert r.source == "bridge"  # type: ignore[comparison-overlap]
     assert r.fired_at_turn == session.turn == 2
     assert r.body == "Run the tests."
     assert r.tags == ("ci",)

@@ -8,8 +8,8 @@ propagation, the event log).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 import pytest
 
@@ -39,7 +39,7 @@ PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
 BODY = "Re-read the failing test before editing anything."
 
 
-def _text(message: dict[str, Any]) -> str:
+def _text(message: Mapping[str, Any]) -> str:
     content = message["content"]
     if isinstance(content, str):
         return content
@@ -346,7 +346,7 @@ def test_post_turn_ages_reminders() -> None:
 
 def _chatty(session: Session, n: int) -> None:
     for i in range(n):
-        role = "user" if i % 2 == 0 else "assistant"
+        role: Literal["user", "assistant"] = "user" if i % 2 == 0 else "assistant"
         session.append({"role": role, "content": f"message {i}"})
 
 

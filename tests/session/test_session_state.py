@@ -349,7 +349,7 @@ def busy_session() -> Session:
     s.inject({"body": LONG[0], "dedupe_key": "a", "ttl_turns": 2, "authority": "advisory"})
     s.prepare_request()
     call = {"id": "c1", "name": "bash", "arguments": {"command": "pytest -q", "b": 1, "a": 2}}
-    s.append({"role": "assistant", "content": "", "tool_calls": [call]})
+    s.append({"role": "assistant", "content": "", "tool_calls": [call]})  # type: ignore[list-item]
     s.queue.inject("Also update the changelog.", mode="interrupt")
     s.run_seam("pre_tool_dispatch", pending_tools=True)  # held until the tool result
     s.queue.remind({"body": "CI is red.", "id": "host-1"}, mode="steer")
@@ -427,9 +427,9 @@ def test_announced_delta_state_hook() -> None:
     assert isinstance(gen, AnnouncedDelta)
     assert gen.announced == ()
     gen.restore(["read", "grep", "read"])
-    assert gen.announced == ("read", "grep")
+    assert gen.announced == ("read", "grep")  # type: ignore[comparison-overlap]
     assert gen.compute(False) == "-grep"
-    assert gen.announced == ("read",)
+    assert gen.announced == ("read",)  # type: ignore[comparison-overlap]
 
 
 def test_generator_state_is_dropped_without_a_registry() -> None:
@@ -567,7 +567,7 @@ def test_from_json_takes_text_only() -> None:
 
 
 def test_from_messages_takes_the_leading_system_messages_as_the_prompt() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "system", "content": "You are terse."},
         {"role": "system", "content": [{"type": "text", "text": "Use British spelling."}]},
         {"role": "user", "content": "hi"},

@@ -60,6 +60,7 @@ def test_on_a_capable_model_tools_stay_and_the_change_rides_the_envelope() -> No
     assert [t["name"] for t in second.tools] == ["read", "deploy"]
     last = second.messages[-1]
     assert last["role"] == "system"
+    assert isinstance(last["content"], list)
     assert [b["type"] for b in last["content"]] == ["tool_addition", "tool_removal"]
     assert _changes(log) == [
         {"turn_number": 1, "added": ["search"], "removed": ["deploy"], "in_envelope": True}
@@ -97,6 +98,7 @@ def test_a_change_beside_new_directives_shares_their_envelope() -> None:
     session.append({"role": "user", "content": "again"})
     request = session.prepare_request()
     content = request.messages[-1]["content"]
+    assert isinstance(content, list)
     assert [b["type"] for b in content] == ["text", "tool_addition"]
     assert "CI is red" in content[0]["text"]
 

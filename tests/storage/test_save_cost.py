@@ -51,8 +51,8 @@ def json_calls() -> Iterator[Counter[str]]:
 def grown(messages: int) -> Session:
     s = Session(session_id="s1", system="sys")
     for n in range(messages // 2):
-        s.append(user(f"question {n}"))
-        s.append(assistant(f"answer {n}"))
+        s.append(user(f"question {n}"))  # type: ignore[arg-type]
+        s.append(assistant(f"answer {n}"))  # type: ignore[arg-type]
         if n % 10 == 0:
             s.queue.remind({"body": f"note {n}"}, mode="audit_only")
             s.run_seam("loop_exit")  # an audit entry, a delivered id
@@ -70,8 +70,8 @@ async def save_turns(store: Store, messages: int) -> list[Counter[str]]:
     for turn in range(3):
         s.queue.remind({"body": f"later {turn}"}, mode="audit_only")
         s.run_seam("loop_exit")
-        s.append(user(f"next {turn}"))
-        s.append(assistant(f"done {turn}"))
+        s.append(user(f"next {turn}"))  # type: ignore[arg-type]
+        s.append(assistant(f"done {turn}"))  # type: ignore[arg-type]
         state = s.state()
         with json_calls() as counts:
             await store.save_session(state)

@@ -277,7 +277,7 @@ async def test_a_version_2_file_keeps_its_sessions_and_moves_audit_entries_out(
         s = Session.from_state(loaded)
         s.queue.remind({"body": "later audit"}, mode="audit_only")
         s.run_seam("loop_exit")
-        s.append(assistant("Done."))
+        s.append(assistant("Done."))  # type: ignore[arg-type]
         await store.save_session(s.state())
         assert await store.load_session("s1") == s.state()
     async with SQLiteStore(path) as store:  # a restart, a store object that remembers nothing
@@ -552,8 +552,8 @@ def grown_session(messages: int) -> Session:
     """A session with ``messages`` messages of history, audit entries and delivered ids."""
     s = Session(session_id="s1", system="sys")
     for n in range(messages // 2):
-        s.append(user(f"question {n}"))
-        s.append(assistant(f"answer {n}"))
+        s.append(user(f"question {n}"))  # type: ignore[arg-type]
+        s.append(assistant(f"answer {n}"))  # type: ignore[arg-type]
         if n % 10 == 0:
             s.queue.remind({"body": f"note {n}"}, mode="audit_only")
             s.run_seam("loop_exit")
@@ -607,9 +607,9 @@ async def test_a_save_writes_only_the_rows_a_turn_added(tmp_path: Path) -> None:
         await store.enqueue("s1", s.queue.state().items[-1])  # this one the store has too
         s.run_seam("iteration_start")  # delivered here: the save marks it so
         assert late in s.queue.delivered_ids
-        s.append(user(f"next {turn}"))
+        s.append(user(f"next {turn}"))  # type: ignore[arg-type]
         s.prepare_request()
-        s.append(assistant(f"done {turn}"))
+        s.append(assistant(f"done {turn}"))  # type: ignore[arg-type]
         writes(db)  # the enqueue's own writes are not the save's
         await store.save_session(s.state())
         added = len(s.transcript) - before
@@ -627,7 +627,7 @@ async def test_a_save_writes_only_the_rows_a_turn_added(tmp_path: Path) -> None:
     # still appends to the stored messages, which are a prefix of the state's
     await store.close()
     store = SQLiteStore(path)
-    s.append(user("after the restart"))
+    s.append(user("after the restart"))  # type: ignore[arg-type]
     await store.save_session(s.state())
     found = writes(db)
     assert found[("messages", "insert")] == 1
