@@ -339,7 +339,7 @@ def _arguments(draw: st.DrawFn, cls: type) -> tuple[list[Any], dict[str, Any], s
 
 
 def _make(init: Callable[..., None], cls: type, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    record = object.__new__(cls)
+    record: Any = object.__new__(cls)
     init(record, *args, **kwargs)
     return record
 
