@@ -13,7 +13,6 @@ import copy
 import json
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -72,13 +71,16 @@ class QueueItem:
     """One queued item: ``kind`` (``"user"`` or ``"reminder"``), ``id``, ``mode``, ``payload``.
 
     A reminder's payload holds the validated reminder fields (snake_case); a user item's payload
-    is ``{"content": ...}``.
+    is ``{"content": ...}``. ``seal`` is set by :meth:`InjectionQueue.reminder_item` only (it is
+    no argument, and no other item has one): what the queue validated, so that a store handed
+    the item unchanged need not check it again (:func:`unchanged_since_made`).
     """
 
     kind: Literal["user", "reminder"]
     id: str
     mode: DeliveryMode
     payload: dict[str, Any] = field(default_factory=dict)
+    seal: _Seal | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -273,7 +275,7 @@ class InjectionQueue:
         (:func:`unchanged_since_made`).
         """
         item = self._reminder(payload, mode=mode, grant=grant)
-        _made.add(item)
+        object.__setattr__(item, "seal", _Seal(item.payload))  # a frozen field, set once here
         return item
 
     def _reminder(
@@ -410,35 +412,27 @@ def _snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Made:
-    """The items ``reminder_item`` made lately, each with a copy of its payload (at most
-    ``limit``, the oldest forgotten first): a store is normally handed one at once."""
+class _Seal:
+    """What ``reminder_item`` validated: a copy of the item's payload, its containers copied
+    too (tags, _meta), handed out once (:meth:`take`), then forgotten."""
 
-    def __init__(self, limit: int = 256) -> None:
-        self.limit = limit
-        self.lock = threading.Lock()
-        self.items: OrderedDict[int, tuple[QueueItem, dict[str, Any]]] = OrderedDict()
+    __slots__ = ("left",)
 
-    def add(self, item: QueueItem) -> None:
-        entry = (item, _snapshot(item.payload))
-        with self.lock:
-            self.items[id(item)] = entry  # the entry holds the item: its id stays its own
-            if len(self.items) > self.limit:
-                self.items.popitem(last=False)
+    def __init__(self, payload: Mapping[str, Any]) -> None:
+        self.left = [_snapshot(payload)]
 
-    def take(self, item: QueueItem) -> dict[str, Any] | None:
-        with self.lock:
-            entry = self.items.pop(id(item), None)
-        return None if entry is None or entry[0] is not item else entry[1]
-
-
-_made = _Made()
+    def take(self) -> dict[str, Any] | None:
+        """The copy, the first time only (``list.pop`` is atomic: one caller gets it)."""
+        try:
+            return self.left.pop()
+        except IndexError:
+            return None
 
 
 def unchanged_since_made(item: QueueItem) -> bool:
-    """Whether ``item`` is one :meth:`InjectionQueue.reminder_item` returned, lately, whose
-    payload still holds what it was made with (the same keys; values of the same types and
-    equal): then it is in the queue's own form, and a store need not run
+    """Whether ``item`` is one :meth:`InjectionQueue.reminder_item` returned (it carries the
+    queue's ``seal``), whose payload still holds what it was made with (the same keys; values
+    of the same types and equal): then it is in the queue's own form, and a store need not run
     :func:`check_queue_item` on it again. Answers ``True`` at most once per item.
 
     Example:
@@ -450,7 +444,8 @@ def unchanged_since_made(item: QueueItem) -> bool:
         >>> unchanged_since_made(changed)
         False
     """
-    made = _made.take(item)
+    seal = item.seal if isinstance(item, QueueItem) else None
+    made = None if seal is None else seal.take()
     payload = item.payload
     # equal values of the same types, key by key (a changed key order only costs a check)
     return (
