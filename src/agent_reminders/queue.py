@@ -13,20 +13,11 @@ import copy
 import json
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._core.errors import (
-    AlreadyDeliveredError,
-    MissingReminderIdError,
-    QueueError,
-    QueueFullError,
-    ReminderOptionError,
-    UnknownReminderIdError,
-    payload_error,
-)
+from ._core.errors import QueueError, ReminderOptionError, payload_error
 from ._core.fields import (
     AUTHORITY_RANK,
     DEFAULT_MAX_BODY_BYTES,
@@ -43,8 +34,19 @@ from ._core.fields import (
 )
 from ._core.ids import IdFactory, new_id
 from ._core.messages import check_text
+from ._core.queue_rules import (
+    MODE_ALIASES,
+    ItemStatus,
+    RevokeOutcome,
+    check_max_pending,
+    check_revoke_id,
+    normalize_mode,
+    push_allowed,
+    revoke_outcome,
+    seam_modes,
+)
 from ._core.records import DeliveryMode
-from ._core.seams import SEAMS
+from ._core.seams import SEAMS  # noqa: F401  # importable from here, as it always was
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -63,30 +65,22 @@ __all__ = [
     "validate_reminder_payload",
 ]
 
-MODE_ALIASES: dict[str, DeliveryMode] = {
-    "interrupt_immediate": DeliveryMode.INTERRUPT_IMMEDIATE,
-    "interrupt": DeliveryMode.INTERRUPT_IMMEDIATE,
-    "finish_step": DeliveryMode.FINISH_STEP,
-    "steer": DeliveryMode.FINISH_STEP,
-    "after_current_operation": DeliveryMode.FINISH_STEP,
-    "audit_only": DeliveryMode.AUDIT_ONLY,
-    "queue": DeliveryMode.AUDIT_ONLY,
-    "wait_for_completion": DeliveryMode.AUDIT_ONLY,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class QueueItem:
     """One queued item: ``kind`` (``"user"`` or ``"reminder"``), ``id``, ``mode``, ``payload``.
 
     A reminder's payload holds the validated reminder fields (snake_case); a user item's payload
-    is ``{"content": ...}``.
+    is ``{"content": ...}``. ``seal`` is set by :meth:`InjectionQueue.reminder_item` only (it is
+    no argument, and no other item has one): what the queue validated, so that a store handed
+    the item unchanged need not check it again (:func:`unchanged_since_made`).
     """
 
     kind: Literal["user", "reminder"]
     id: str
     mode: DeliveryMode
     payload: dict[str, Any] = field(default_factory=dict)
+    seal: _Seal | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -123,20 +117,6 @@ class QueueState:
             if rid in seen:
                 raise ValueError(f"queue state: id {rid!r} appears twice")
             seen.add(rid)
-
-
-def normalize_mode(mode: object) -> DeliveryMode:
-    """Resolve a delivery mode or alias; ``None`` means ``finish_step``.
-
-    Raises:
-        ReminderError: ``RMD-002`` for anything else.
-    """
-    if mode is None:
-        return DeliveryMode.FINISH_STEP
-    if isinstance(mode, str) and mode in MODE_ALIASES:
-        return MODE_ALIASES[mode]
-    allowed = ", ".join(sorted(MODE_ALIASES))
-    raise payload_error(f"mode must be one of {allowed}; got {mode!r}")
 
 
 def _check_content(content: object) -> str | list[dict[str, Any]]:
@@ -188,8 +168,7 @@ class InjectionQueue:
         self.max_authority = coerce_enum(Authority, max_authority, "max_authority")
         if type(max_body_bytes) is not int or max_body_bytes <= 0:
             raise ReminderOptionError(f"max_body_bytes must be an int > 0; got {max_body_bytes!r}")
-        if max_pending is not None and (type(max_pending) is not int or max_pending <= 0):
-            raise ReminderOptionError(f"max_pending must be an int > 0; got {max_pending!r}")
+        check_max_pending(max_pending)
         self.max_body_bytes = max_body_bytes
         self.max_pending = max_pending
         self._new_id = id_factory or new_id
@@ -201,18 +180,66 @@ class InjectionQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    def _status(self, item_id: str) -> tuple[ItemStatus, QueueItem | None]:
+        # the caller holds the lock; the pending item too, when there is one
+        if item_id in self._delivered:
+            return "delivered", None
+        if item_id in self._revoked:
+            return "revoked", None
+        for item in self._items:
+            if item.id == item_id:
+                return "pending", item
+        return "unknown", None
+
+    def status_of(self, item_id: str) -> ItemStatus:
+        """``"pending"``, ``"delivered"``, ``"revoked"`` or ``"unknown"`` (never queued here).
+
+        Example:
+            >>> q = InjectionQueue()
+            >>> rid = q.remind({"body": "CI is red"})
+            >>> q.status_of(rid), q.status_of("nope")
+            ('pending', 'unknown')
+        """
+        with self._lock:
+            return self._status(item_id)[0]
+
+    def knows(self, item_id: str) -> bool:
+        """Whether ``item_id`` is pending here, or was delivered or revoked."""
+        return self.status_of(item_id) != "unknown"
+
+    def pending_ids(self) -> set[str]:
+        """The ids still queued here."""
+        with self._lock:
+            return {i.id for i in self._items}
+
     def _push(self, item: QueueItem) -> str:
         with self._lock:
-            if (
-                item.id in self._delivered
-                or item.id in self._revoked
-                or any(i.id == item.id for i in self._items)
-            ):
-                raise payload_error(f"id {item.id!r} was already used in this session")
-            if self.max_pending is not None and len(self._items) >= self.max_pending:
-                raise QueueFullError(f"the queue holds {self.max_pending} items already")
+            push_allowed(item.id, self._status(item.id)[0], len(self._items), self.max_pending)
             self._items.append(item)
         return item.id
+
+    def offer(self, item: QueueItem) -> bool:
+        """Add an item already accepted elsewhere (validated and stored, as the bridge's
+        store holds it) unless its id is known here; ``True`` when added. An item offered
+        twice (loaded from the store, and handed over as it was stored) is queued once; the
+        store already applied ``max_pending``."""
+        with self._lock:
+            known = self._status(item.id)[0] != "unknown"
+            if not known:
+                self._items.append(item)
+        return not known
+
+    def mark_revoked(self, item_ids: Iterable[str]) -> int:
+        """Drop the pending reminders among ``item_ids`` as revoked (a store says they were
+        revoked elsewhere); returns how many. Delivered ids stay delivered, user messages
+        stay queued (only reminders are revoked)."""
+        wanted = set(item_ids)
+        with self._lock:
+            gone = {i.id for i in self._items if i.id in wanted and i.kind == "reminder"}
+            if gone:
+                self._items = [i for i in self._items if i.id not in gone]
+                self._revoked.update(gone)
+        return len(gone)
 
     def remind(
         self,
@@ -248,7 +275,7 @@ class InjectionQueue:
         (:func:`unchanged_since_made`).
         """
         item = self._reminder(payload, mode=mode, grant=grant)
-        _made.add(item)
+        object.__setattr__(item, "seal", _Seal(item.payload))  # a frozen field, set once here
         return item
 
     def _reminder(
@@ -294,26 +321,21 @@ class InjectionQueue:
             items = list(self._items)
         return [_row(item, position) for position, item in enumerate(items)]
 
-    def revoke(self, reminder_id: str) -> str:
+    def revoke(self, reminder_id: str) -> RevokeOutcome:
         """Remove a queued reminder: ``"revoked"``, or ``"already_revoked"`` when repeated.
 
         Raises:
             QueueError: ``reason`` ``already_delivered``, ``unknown_reminder_id`` or
                 ``missing_reminder_id``.
         """
-        if not isinstance(reminder_id, str) or not reminder_id.strip():
-            raise MissingReminderIdError("reminderId is missing or blank")
+        rid = check_revoke_id(reminder_id)
         with self._lock:
-            if reminder_id in self._revoked:
-                return "already_revoked"
-            if reminder_id in self._delivered:
-                raise AlreadyDeliveredError(f"reminder {reminder_id!r} was already delivered")
-            for index, item in enumerate(self._items):
-                if item.id == reminder_id and item.kind == "reminder":
-                    del self._items[index]
-                    self._revoked.add(reminder_id)
-                    return "revoked"
-        raise UnknownReminderIdError(f"no reminder {reminder_id!r} in this session")
+            status, item = self._status(rid)
+            outcome = revoke_outcome(status, None if item is None else item.kind, rid)
+            if outcome == "revoked":
+                self._items = [i for i in self._items if i.id != rid]
+                self._revoked.add(rid)
+        return outcome
 
     def drain(self, seam: str) -> list[QueueItem]:
         """Take the items whose mode ``seam`` serves, FIFO, leaving the rest in order.
@@ -321,9 +343,7 @@ class InjectionQueue:
         Raises:
             ValueError: unknown seam.
         """
-        modes = SEAMS.get(seam) if isinstance(seam, str) else None
-        if modes is None:
-            raise ValueError(f"unknown seam {seam!r}; expected one of {', '.join(SEAMS)}")
+        modes = seam_modes(seam)
         if not self._items:  # nothing queued: a push racing this drain waits for the next seam
             return []
         with self._lock:
@@ -392,35 +412,27 @@ def _snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Made:
-    """The items ``reminder_item`` made lately, each with a copy of its payload (at most
-    ``limit``, the oldest forgotten first): a store is normally handed one at once."""
+class _Seal:
+    """What ``reminder_item`` validated: a copy of the item's payload, its containers copied
+    too (tags, _meta), handed out once (:meth:`take`), then forgotten."""
 
-    def __init__(self, limit: int = 256) -> None:
-        self.limit = limit
-        self.lock = threading.Lock()
-        self.items: OrderedDict[int, tuple[QueueItem, dict[str, Any]]] = OrderedDict()
+    __slots__ = ("left",)
 
-    def add(self, item: QueueItem) -> None:
-        entry = (item, _snapshot(item.payload))
-        with self.lock:
-            self.items[id(item)] = entry  # the entry holds the item: its id stays its own
-            if len(self.items) > self.limit:
-                self.items.popitem(last=False)
+    def __init__(self, payload: Mapping[str, Any]) -> None:
+        self.left = [_snapshot(payload)]
 
-    def take(self, item: QueueItem) -> dict[str, Any] | None:
-        with self.lock:
-            entry = self.items.pop(id(item), None)
-        return None if entry is None or entry[0] is not item else entry[1]
-
-
-_made = _Made()
+    def take(self) -> dict[str, Any] | None:
+        """The copy, the first time only (``list.pop`` is atomic: one caller gets it)."""
+        try:
+            return self.left.pop()
+        except IndexError:
+            return None
 
 
 def unchanged_since_made(item: QueueItem) -> bool:
-    """Whether ``item`` is one :meth:`InjectionQueue.reminder_item` returned, lately, whose
-    payload still holds what it was made with (the same keys; values of the same types and
-    equal): then it is in the queue's own form, and a store need not run
+    """Whether ``item`` is one :meth:`InjectionQueue.reminder_item` returned (it carries the
+    queue's ``seal``), whose payload still holds what it was made with (the same keys; values
+    of the same types and equal): then it is in the queue's own form, and a store need not run
     :func:`check_queue_item` on it again. Answers ``True`` at most once per item.
 
     Example:
@@ -432,7 +444,8 @@ def unchanged_since_made(item: QueueItem) -> bool:
         >>> unchanged_since_made(changed)
         False
     """
-    made = _made.take(item)
+    seal = item.seal if isinstance(item, QueueItem) else None
+    made = None if seal is None else seal.take()
     payload = item.payload
     # equal values of the same types, key by key (a changed key order only costs a check)
     return (

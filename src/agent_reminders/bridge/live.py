@@ -1,8 +1,8 @@
 """How the store's queue reaches a running prompt's seams.
 
 The loop drains its queue synchronously at each seam, and a store is async, so a running
-prompt keeps a :class:`LiveQueue`: the session's in-memory queue, loaded from the store when the
-prompt starts and fed by every ``session/remind`` / ``session/inject`` this server
+prompt keeps a live queue: the session's own in-memory ``InjectionQueue``, loaded from the
+store when the prompt starts and fed by every ``session/remind`` / ``session/inject`` this server
 acknowledges for that session while the prompt runs (after the item is durable in the store).
 Seams drain it like any queue; the bridge saves ``session.state()`` before each model request
 and when the prompt ends, and the store's ``save_session`` marks the drained ids delivered.
@@ -24,7 +24,6 @@ seam. The next seam drains them like the rest. A reminder revoked in the store m
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 
 import anyio
 
@@ -39,49 +38,7 @@ WATCH_SECONDS = 30.0
 # after a store failure the watcher tries again this much later (the prompt goes on)
 WATCH_RETRY_SECONDS = 1.0
 
-__all__ = ["LiveQueue", "LivePrompt"]
-
-
-class LiveQueue(InjectionQueue):
-    """An :class:`InjectionQueue` that also takes items already validated and stored."""
-
-    def _known(self, item_id: str) -> bool:
-        # the caller holds the lock
-        return (
-            item_id in self._delivered
-            or item_id in self._revoked
-            or any(i.id == item_id for i in self._items)
-        )
-
-    def knows(self, item_id: str) -> bool:
-        """Whether ``item_id`` is pending here, or was delivered or revoked."""
-        with self._lock:
-            return self._known(item_id)
-
-    def pending_ids(self) -> set[str]:
-        """The ids still queued here."""
-        with self._lock:
-            return {i.id for i in self._items}
-
-    def mark_revoked(self, item_ids: Iterable[str]) -> int:
-        """Drop the pending reminders among ``item_ids`` as revoked (the store says another
-        worker revoked them); returns how many. Delivered ids stay delivered."""
-        wanted = set(item_ids)
-        with self._lock:
-            gone = {i.id for i in self._items if i.id in wanted and i.kind == "reminder"}
-            if gone:
-                self._items = [i for i in self._items if i.id not in gone]
-                self._revoked.update(gone)
-        return len(gone)
-
-    def offer(self, item: QueueItem) -> bool:
-        """Add ``item`` unless its id is known (pending, delivered or revoked); ``True`` when
-        added. Loading the store and offering may both see an item: it is queued once."""
-        with self._lock:
-            known = self._known(item.id)
-            if not known:
-                self._items.append(item)
-        return not known
+__all__ = ["LivePrompt"]
 
 
 class LivePrompt:
@@ -94,10 +51,9 @@ class LivePrompt:
         self._arriving: set[str] = set()
 
     @property
-    def queue(self) -> LiveQueue | None:
-        """The running session's queue (``None`` while it is being loaded)."""
-        queue = None if self.session is None else self.session.queue
-        return queue if isinstance(queue, LiveQueue) else None
+    def queue(self) -> InjectionQueue | None:
+        """The running session's own queue (``None`` while it is being loaded)."""
+        return None if self.session is None else self.session.queue
 
     def offer(self, item: QueueItem) -> None:
         """Hand a stored item to the running session (kept until the session is loaded)."""
@@ -168,11 +124,9 @@ class LivePrompt:
                 await anyio.sleep(WATCH_RETRY_SECONDS)
 
     def attach(self, session: Session) -> None:
-        """The session is loaded: give it a live queue with everything offered meanwhile."""
-        queue = LiveQueue.from_state(session.queue.state(), id_factory=session.id_factory)
-        assert isinstance(queue, LiveQueue)  # from_state builds the class it is called on
+        """The session is loaded: its own queue becomes the live queue, with everything offered
+        meanwhile."""
         for item in self._early:
-            queue.offer(item)
+            session.queue.offer(item)
         self._early.clear()
-        session.queue = queue
         self.session = session

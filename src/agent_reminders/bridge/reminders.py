@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import (
-    MissingReminderIdError,
     ReminderError,
     ReminderOptionError,
     UnknownReminderIdError,
     payload_error,
 )
 from .._core.fields import check_id
+from .._core.queue_rules import check_revoke_id
 from ..queue import QueueItem
 from .connection import Connection
 from .errors import invalid_params
@@ -141,10 +141,7 @@ async def pending(bridge: Bridge, params: object, connection: Connection) -> dic
 async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
     """``session/revoke_reminder`` → ``{reminderId, status}``."""
     p = _params(params)
-    rid = p.get("reminderId")
-    if not isinstance(rid, str) or not rid.strip():
-        raise MissingReminderIdError("reminderId is missing or blank")
-    rid = check_id(rid, "reminderId")
+    rid = check_id(check_revoke_id(p.get("reminderId")), "reminderId")
     session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue

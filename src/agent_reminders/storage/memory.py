@@ -263,10 +263,8 @@ class MemoryStore(ClosingStore):
         data = self._open()
         with data.lock:
             record = self._session(session_id)
-            if row.id in record.pending or row.id in record.settled:
-                raise _queue_rules.duplicate_id(row.id)
-            if limit is not None and len(record.pending) >= limit:
-                raise _queue_rules.queue_full(limit)
+            status = _queue_rules.row_status(record.row(row.id))
+            _queue_rules.push_allowed(row.id, status, len(record.pending), limit)
             record.pending[row.id] = row
             self._touch(record)
         data.waiters.notify(session_id)

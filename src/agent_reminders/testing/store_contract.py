@@ -35,6 +35,7 @@ from ..queue import InjectionQueue, QueueItem
 from ..session import Session, SessionState
 from ..storage import SessionExistsError, Store, UnknownSessionError
 from .builders import assistant, tool_call, tool_result, user
+from .queue_contract import StoreQueueContract
 
 __all__ = ["StoreContract", "StoreFactory", "conversation", "queue_items"]
 
@@ -109,10 +110,9 @@ def _ids(items: Iterable[QueueItem]) -> list[str]:
     return [i.id for i in items]
 
 
-class StoreContract:
-    """The contract suite; subclass it with a ``store_factory`` fixture (see the module)."""
-
-    pytestmark = pytest.mark.anyio
+class StoreContract(StoreQueueContract):
+    """The contract suite (with the queue's case table of ``queue_contract``); subclass it
+    with a ``store_factory`` fixture (see the module)."""
 
     @pytest.fixture
     def store_factory(self) -> StoreFactory:

@@ -6,6 +6,8 @@ import sqlite3
 from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
+from ..._core.errors import AgentRemindersError
+from ..._core.queue_rules import ItemStatus
 from ..._core.records import DeliveryMode
 from ...queue import QueueItem
 from .. import _lease_rules, _queue_rules, _rows
@@ -63,20 +65,21 @@ class SQLiteQueue(SQLiteConnection):
             seen: set[tuple[str, str]] = set()
             for job, call in zip(jobs, calls, strict=True):
                 sid, key = job.session_id, (job.session_id, job.row.id)
-                if key in refused:
-                    unknown = refused[key]
-                    call.error = (
-                        UnknownSessionError(sid) if unknown else _queue_rules.duplicate_id(key[1])
-                    )
-                elif key in seen:
-                    call.error = _queue_rules.duplicate_id(job.row.id)
-                elif job.limit is not None and counts[sid] >= job.limit:
-                    call.error = _queue_rules.queue_full(job.limit)
-                else:
-                    seen.add(key)
-                    accepted.append(job)
-                    if sid in counts:
-                        counts[sid] += 1
+                if refused.get(key):
+                    call.error = UnknownSessionError(sid)
+                    continue
+                # a refused id is used (pending or settled: the push rule needs no more)
+                used = key in refused or key in seen
+                try:
+                    status: ItemStatus = "pending" if used else "unknown"
+                    _queue_rules.push_allowed(job.row.id, status, counts.get(sid, 0), job.limit)
+                except AgentRemindersError as exc:
+                    call.error = exc.with_traceback(None)  # raised to its caller later
+                    continue
+                seen.add(key)
+                accepted.append(job)
+                if sid in counts:
+                    counts[sid] += 1
             if accepted:
                 # the counter was read with the version above: taken here without reading
                 entries = [(j.session_id, j.row) for j in accepted]
