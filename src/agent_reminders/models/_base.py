@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
@@ -29,6 +29,7 @@ __all__ = [
     "count_of",
     "endpoint_of",
     "field_of",
+    "sdk_error",
     "server_message_of",
     "status_error",
     "tool_arguments",
@@ -132,6 +133,45 @@ def connection_error(
     """One :class:`ModelError` for a request that got no response (after the retries)."""
     what = "timed out" if timed_out else "could not connect"
     return ModelError(provider, f"{label}: {what} ({url}): {detail}; no response arrived")
+
+
+def sdk_error(
+    sdk: Any,
+    exc: BaseException,
+    provider: str,
+    label: str,
+    model: ModelInfo,
+    url: str,
+    *,
+    entries: Sequence[int],
+    where: str,
+    hint: Callable[[str], str] | None = None,
+) -> ModelError:
+    """One :class:`ModelError` for an exception of an official SDK (``sdk``: the ``openai`` or
+    ``anthropic`` module, which name their errors alike): a refused mid-conversation system
+    entry (:func:`channel_error`, with ``hint(server message)`` added), another HTTP status,
+    no response, or anything else the SDK raised."""
+    if isinstance(exc, sdk.APIStatusError):
+        body = exc.body
+        text = exc.response.text if exc.response is not None else None
+        said = server_message_of(body, text) or ""
+        refused = channel_error(
+            provider,
+            label,
+            model,
+            exc.status_code,
+            body,
+            text,
+            url,
+            entries=entries,
+            where=where,
+            hint=hint(said) if hint is not None else "",
+        )
+        return refused or status_error(provider, label, exc.status_code, body, text, url)
+    if isinstance(exc, sdk.APIConnectionError):
+        timed_out = isinstance(exc, sdk.APITimeoutError)
+        return connection_error(provider, label, url, timed_out=timed_out, detail=str(exc))
+    return ModelError(provider, f"{label}: {type(exc).__name__}: {exc} ({url})")
 
 
 def tool_arguments(provider: str, label: str, raw: object, where: str) -> dict[str, Any]:

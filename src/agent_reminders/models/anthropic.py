@@ -26,13 +26,11 @@ from ..integrations import anthropic_betas, to_anthropic
 from ._base import (
     api_key_or_error,
     assistant_message,
-    channel_error,
     check_client_options,
-    connection_error,
     count_of,
     endpoint_of,
     field_of,
-    status_error,
+    sdk_error,
 )
 
 __all__ = ["AnthropicModel"]
@@ -198,29 +196,17 @@ class AnthropicModel:
         client: anthropic.AsyncAnthropic,
         messages: list[dict[str, Any]],
     ) -> ModelError:
-        url = str(client.base_url)
-        if isinstance(exc, anthropic.APIStatusError):
-            text = exc.response.text if exc.response is not None else None
-            status, label = exc.status_code, self._label()
-            refused = channel_error(
-                PROVIDER,
-                label,
-                self.model_info,
-                status,
-                exc.body,
-                text,
-                url,
-                # the system prompt is a field of its own: every system entry is mid-list
-                entries=[i for i, m in enumerate(messages) if m["role"] == "system"],
-                where="messages",
-            )
-            return refused or status_error(PROVIDER, label, status, exc.body, text, url)
-        if isinstance(exc, anthropic.APIConnectionError):
-            timed_out = isinstance(exc, anthropic.APITimeoutError)
-            return connection_error(
-                PROVIDER, self._label(), url, timed_out=timed_out, detail=str(exc)
-            )
-        return ModelError(PROVIDER, f"{self._label()}: {type(exc).__name__}: {exc} ({url})")
+        return sdk_error(
+            anthropic,
+            exc,
+            PROVIDER,
+            self._label(),
+            self.model_info,
+            str(client.base_url),
+            # the system prompt is a field of its own: every system entry is mid-list
+            entries=[i for i, m in enumerate(messages) if m["role"] == "system"],
+            where="messages",
+        )
 
     def _message(self, blocks: list[Any]) -> Message:
         texts: list[str] = []

@@ -31,13 +31,10 @@ from ._base import (
     assistant_message,
     cache_key_for,
     cached_usage,
-    channel_error,
     check_client_options,
-    connection_error,
     endpoint_of,
     field_of,
-    server_message_of,
-    status_error,
+    sdk_error,
 )
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesModel"]
@@ -144,29 +141,17 @@ class _OpenAIBackend:
         self, exc: openai.APIError, client: openai.AsyncOpenAI, entries: Sequence[int]
     ) -> ModelError:
         """``entries``: where the request's mid-conversation system entries stand."""
-        url = str(client.base_url)
-        if isinstance(exc, openai.APIStatusError):
-            text = exc.response.text if exc.response is not None else None
-            status, label = exc.status_code, self._label()
-            refused = channel_error(
-                PROVIDER,
-                label,
-                self.model_info,
-                status,
-                exc.body,
-                text,
-                url,
-                entries=entries,
-                where=self.list_key,
-                hint=self._refusal_hint(server_message_of(exc.body, text) or ""),
-            )
-            return refused or status_error(PROVIDER, label, status, exc.body, text, url)
-        if isinstance(exc, openai.APIConnectionError):
-            timed_out = isinstance(exc, openai.APITimeoutError)
-            return connection_error(
-                PROVIDER, self._label(), url, timed_out=timed_out, detail=str(exc)
-            )
-        return ModelError(PROVIDER, f"{self._label()}: {type(exc).__name__}: {exc} ({url})")
+        return sdk_error(
+            openai,
+            exc,
+            PROVIDER,
+            self._label(),
+            self.model_info,
+            str(client.base_url),
+            entries=entries,
+            where=self.list_key,
+            hint=self._refusal_hint,
+        )
 
     async def aclose(self) -> None:
         """Close the SDK client when the backend made it (a given client is the caller's)."""
