@@ -139,7 +139,7 @@ def _instructions_in_view(transcript: Transcript, clear_at: bool) -> bool:
         return False
     if not clear_at:
         return True
-    for message in transcript.messages:
+    for message in transcript.message_view():  # oldest first: the carrier is near the start
         text = message_text(message)
         if ENVELOPE_INSTRUCTIONS in text and not (
             message["role"] == "system" and lasts_one_turn(text)
