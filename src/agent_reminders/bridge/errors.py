@@ -188,7 +188,8 @@ def refusal(code: int, message: str, data: dict[str, Any] | None = None) -> RpcE
     family = _refusal_family(code, data)
     if family is None:
         return RpcError(code, message, data)
-    err = _refusal_class(family).__new__(_refusal_class(family))
+    cls = _refusal_class(family)
+    err = cls.__new__(cls)
     RpcError.__init__(err, code, message, data)
     # what the family's own constructor would have set, from the reply
     if isinstance(err, QueueError):
