@@ -466,6 +466,8 @@ def test_the_first_request_carries_the_project_fact_once(scenario: Scenario) -> 
     (first,) = scenario.run("what is this project?").requests
     found = [text for text in contexts(first) if FACT in text]
     assert len(found) == 1
+    assert found[0].startswith('<context-directives speaker="harness">')
+    assert f"Primary workspace root: {scenario.project}" in found[0]
     assert _count(first, FACT) == 1
     for body in scenario.requests[1:-1]:  # kept in the thread, never repeated, until compaction
         assert _count(body, FACT) == 1
@@ -479,7 +481,8 @@ def test_the_pushed_reminder_arrives_once_and_stays_once(scenario: Scenario) -> 
     later = scenario.run("run the tests").requests + scenario.run("carry on").requests[:1]
     for body in later:  # both requests of the pytest turn, and the summarizer's
         assert _count(body, PUSHED) == 1
-        assert len([t for t in contexts(body) if PUSHED in t]) == 1
+        (found,) = [t for t in contexts(body) if PUSHED in t]
+        assert f'<directive authority="contract">\n{PUSHED}' in found
 
 
 def test_the_failing_tool_call_brings_one_grounded_review(scenario: Scenario) -> None:
@@ -488,6 +491,8 @@ def test_the_failing_tool_call_brings_one_grounded_review(scenario: Scenario) ->
     reviews = [t for t in contexts(after) if "Grounded review" in t]
     assert len(reviews) == 1
     assert "FAILED tests/test_math.py::test_add - assert 3 == 4" in reviews[0]
+    assert "command: pytest -q" in reviews[0]
+    assert 'ttl_turns="' in reviews[0]
     assert _count(after, "Grounded review") == 1
     summarizer = scenario.run("carry on").requests[0]
     assert [t for t in contexts(summarizer) if "Grounded review" in t] == reviews
@@ -509,5 +514,7 @@ def test_after_compaction_the_preserved_reminder_is_restated(scenario: Scenario)
     restated = [t for t in contexts(request) if PRESERVED in t]
     assert len(restated) == 1
     assert _count(request, PRESERVED) == 1
+    assert FACT in restated[0]  # the compacted context gets the session start again
+    assert _count(request, FACT) == 1
     assert _count(request, PUSHED) == 0  # compacted away: it was not preserved
     assert _count(request, "Grounded review") == 0
