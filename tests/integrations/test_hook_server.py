@@ -42,18 +42,17 @@ def server(folder: Path) -> Iterator[threading.Thread]:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
     yield thread
-    (folder / SOCKET).unlink(missing_ok=True)
-    _poke(folder)  # a last connection: it sees its socket gone and stops
+    _stop(folder)
     thread.join(timeout=30)
+    assert not thread.is_alive()
 
 
-def _poke(folder: Path) -> None:
+def _stop(folder: Path) -> None:
+    """Connect, then take the socket away: after this connection the server sees it gone."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(folder / SOCKET))
-        write_frame(sock, b"{}")
-        write_frame(sock, b"")
-        read_frame(sock)
+        (folder / SOCKET).unlink()
     except OSError:
         pass
     finally:
@@ -266,6 +265,5 @@ def test_the_command_starts_a_server_and_the_next_run_uses_it(tmp_path: Path) ->
     env["PYTHONPATH"] = f"{broken}{os.pathsep}{ROOT / 'src'}"
     second = run(_event(project, hook_event_name="UserPromptSubmit", prompt="hi"))
     assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
-    (folder / SOCKET).unlink()
-    _poke(folder)
+    _stop(folder)
     assert str(ROOT / "src" / "agent_reminders") == VERSION_TAG
