@@ -96,12 +96,25 @@ def _parse(text: str, spec: SettingsFile) -> MutableMapping[str, Any]:
     return data
 
 
-def _hooks(data: MutableMapping[str, Any], path: Path, create: bool) -> MutableMapping[str, Any]:
+def _empty(spec: SettingsFile, kind: type) -> Any:
+    """An empty table (``dict``) or list of entries (``list``) in the file's own format: in
+    TOML a table of tables (``[hooks]`` written only as ``[[hooks.<Event>]]`` headers) and an
+    array of tables, so new entries read as the ones a person writes."""
+    if spec.format != "toml":
+        return kind()
+    import tomlkit
+
+    return tomlkit.table(is_super_table=True) if kind is dict else tomlkit.aot()
+
+
+def _hooks(
+    data: MutableMapping[str, Any], path: Path, spec: SettingsFile, create: bool
+) -> MutableMapping[str, Any]:
     hooks = data.get("hooks")
     if hooks is None:
         if not create:
             return {}
-        data["hooks"] = {}
+        data["hooks"] = _empty(spec, dict)
         hooks = data["hooks"]
     if not isinstance(hooks, MutableMapping) or not all(
         isinstance(v, list) for v in hooks.values()
@@ -150,14 +163,14 @@ def install(path: Path, spec: SettingsFile, command: str | None = None) -> Setti
     missing = [(k, v) for k, v in spec.top if k not in data]
     for key, value in missing:
         data[key] = value
-    hooks = _hooks(data, path, create=True)
+    hooks = _hooks(data, path, spec, create=True)
     entry = {"command": command or hook_command(spec.agent), **dict(spec.extra)}
     if spec.nested:
         entry = {"type": "command", **entry}
     added = []
     for event in spec.events:
         if event not in hooks:
-            hooks[event] = []
+            hooks[event] = _empty(spec, list)
         groups = hooks[event]
         if any(_ours(c, spec) for g in groups for c in _commands(g, spec)):
             continue
@@ -171,7 +184,7 @@ def uninstall(path: Path, spec: SettingsFile) -> SettingsChange:
     """Remove this library's hook entries (and groups and events left empty by that) from
     the settings file at ``path``."""
     data = _read(path, spec)
-    hooks = _hooks(data, path, create=False)
+    hooks = _hooks(data, path, spec, create=False)
     removed = []
     for event, groups in list(hooks.items()):
         kept = []
