@@ -1,7 +1,8 @@
 """``agent-reminders`` / ``python -m agent_reminders``: the command line.
 
-A Claude Code hook run (``agent-reminders hook claude-code``) runs before every prompt and after
-every tool call, so it skips the full command line (typer, rich) and imports only what it needs.
+A coding agent's hook run (``agent-reminders hook claude-code``, ``hook codex``, ``hook
+gemini-cli``, ``hook cursor``) runs before every prompt and after every tool call, so it skips
+the full command line (typer, rich) and imports only what its agent's hook needs.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ __all__ = ["main"]
 def main() -> None:
     """Entry point of the ``agent-reminders`` command."""
     argv = sys.argv[1:]
-    if argv[:2] == ["hook", "claude-code"]:
-        from .integrations.claude_code import hook_main
+    if len(argv) >= 2 and argv[0] == "hook":
+        from .integrations.agents import AGENTS, agent_module
 
-        sys.exit(hook_main(argv[2:]))
+        if argv[1] in AGENTS:
+            sys.exit(agent_module(argv[1]).hook_main(argv[2:]))
     from .cli import main as cli_main
 
     cli_main()

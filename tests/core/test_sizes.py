@@ -24,7 +24,6 @@ KNOWN_LARGE: dict[str, int] = {
     "bridge/client.py": 614,
     "demo/scenario.py": 704,
     "facts.py": 619,
-    "integrations/claude_code.py": 632,
     "session.py": 844,
     "testing/recording_server.py": 630,
     "testing/store_contract.py": 844,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_reminders import ConfigError, Session
 from agent_reminders.cli import app
-from agent_reminders.integrations import claude_code
+from agent_reminders.integrations import _agent_hook, claude_code
 from agent_reminders.integrations.claude_code import (
     HOOK_EVENTS,
     HookReply,
@@ -83,10 +83,10 @@ def test_every_failure_is_one_line_and_exit_1(
 def test_an_unexpected_error_names_its_type_and_debug_lets_it_through(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken(*args: object, **kwargs: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("lost")
 
-    monkeypatch.setattr(claude_code, "run_hook", broken)
+    monkeypatch.setattr(_agent_hook, "run_command", broken)
     assert run([], {"hook_event_name": "Stop"}) == 1
     assert capsys.readouterr().err == "agent-reminders hook: KeyError: 'lost'\n"
     with pytest.raises(KeyError):
@@ -283,7 +283,7 @@ async def test_runs_of_one_session_wait_for_the_lease_and_give_up_in_time(
             group.start_soon(release)
         assert order == ["released", "answered"]
         assert await store.claim("s", "stuck", 30) is None
-        monkeypatch.setattr(claude_code, "LEASE_WAIT_SECONDS", 0.0)
+        monkeypatch.setattr(_agent_hook, "LEASE_WAIT_SECONDS", 0.0)
         before = await store.load_session("s")
         with pytest.raises(ConfigError, match="held by 'stuck'"):
             await answer_hook(prompt, store=store)

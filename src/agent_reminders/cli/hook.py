@@ -1,56 +1,51 @@
-"""``agent-reminders hook``: Claude Code hooks (docs/claude-code.md).
+"""``agent-reminders hook``: coding agents' hooks (docs/coding-agents.md).
 
-``hook claude-code`` is the hook command itself (the console entry point runs it without
-loading typer; this registration gives it help and ``--debug``); ``hook install claude-code``
-and ``hook uninstall claude-code`` edit Claude Code's settings files.
+``hook <agent>`` is the hook command itself (the console entry point runs it without loading
+typer; these registrations give it help and ``--debug``); ``hook install <agent>`` and ``hook
+uninstall <agent>`` edit the agent's own settings file. The agents are Claude Code, Codex
+CLI, Gemini CLI and Cursor.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..integrations import claude_code
+from ..integrations import _agent_settings
+from ..integrations.agents import AGENTS, SCOPES, agent_module, settings_path
 from .common import handle_errors
 
 __all__ = ["hook_app"]
 
+_NAMES = {
+    "claude-code": "Claude Code",
+    "codex": "Codex CLI",
+    "gemini-cli": "Gemini CLI",
+    "cursor": "Cursor",
+}
+# the variable each agent sets to its project folder (the installer's project, else cwd)
+_PROJECT_ENV = {
+    "claude-code": "CLAUDE_PROJECT_DIR",
+    "gemini-cli": "GEMINI_PROJECT_DIR",
+    "cursor": "CURSOR_PROJECT_DIR",
+}
+
 hook_app = typer.Typer(
-    help="Claude Code hooks: the library's reminders in a Claude Code session.",
+    help="Coding agents' hooks: the library's reminders in Claude Code, Codex CLI, Gemini CLI "
+    "and Cursor sessions.",
     no_args_is_help=True,
 )
-install_app = typer.Typer(help="Add the hook to Claude Code's settings.", no_args_is_help=True)
-uninstall_app = typer.Typer(
-    help="Remove the hook from Claude Code's settings.", no_args_is_help=True
-)
+install_app = typer.Typer(help="Add the hook to an agent's settings.", no_args_is_help=True)
+uninstall_app = typer.Typer(help="Remove the hook from an agent's settings.", no_args_is_help=True)
 hook_app.add_typer(install_app, name="install")
 hook_app.add_typer(uninstall_app, name="uninstall")
 
-Scope = Annotated[
-    str,
-    typer.Option(
-        "--scope",
-        help="project: .claude/settings.json; local: .claude/settings.local.json; "
-        "user: ~/.claude/settings.json.",
-    ),
-]
-
-
-@hook_app.command("claude-code")
-def run(
-    store: Annotated[str | None, typer.Option(help="Store URL (default: the project's).")] = None,
-    style: Annotated[
-        str, typer.Option(help="context_directives (default) or system_reminder.")
-    ] = "context_directives",
-) -> None:
-    """Run one Claude Code hook: the hook input on stdin, the additional context on stdout."""
-    argv = ["--style", style] + ([] if store is None else ["--store", store])
-    raise typer.Exit(claude_code.hook_main(argv))
-
-
+StoreOption = Annotated[str | None, typer.Option(help="Store URL (default: the project's).")]
+StyleOption = Annotated[str, typer.Option(help="context_directives (default) or system_reminder.")]
 Settings = Annotated[
     Path | None,
     typer.Option(
@@ -61,32 +56,80 @@ Settings = Annotated[
 ]
 
 
-def _path(scope: str, settings: Path | None) -> Path:
+def _run_command(agent: str) -> Callable[..., None]:
+    def run(store: StoreOption = None, style: StyleOption = "context_directives") -> None:
+        argv = ["--style", style] + ([] if store is None else ["--store", store])
+        raise typer.Exit(agent_module(agent).hook_main(argv))
+
+    run.__doc__ = (
+        f"Run one {_NAMES[agent]} hook: the hook input on stdin, what {_NAMES[agent]} reads "
+        "on stdout."
+    )
+    return run
+
+
+def _path(agent: str, scope: str, settings: Path | None) -> Path:
     if settings is not None:
         return settings
-    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or Path.cwd())
-    return claude_code.settings_path(scope, project=project, home=Path.home())
+    given = os.environ.get(_PROJECT_ENV.get(agent, ""), "")
+    project = Path(given or Path.cwd())
+    return settings_path(agent, scope, project=project)
 
 
-@install_app.command("claude-code")
-@handle_errors
-def install(scope: Scope = "project", settings: Settings = None) -> None:
-    """Add the hook entries, keeping every other setting and hook (idempotent)."""
-    done = claude_code.install(_path(scope, settings))
-    if not done.events:
-        typer.echo(f"already installed in {done.path}")
-        return
-    saved = f" (backup: {done.backup})" if done.backup else ""
-    typer.echo(f"installed for {', '.join(done.events)} in {done.path}{saved}")
+def _spec(agent: str) -> _agent_settings.SettingsFile:
+    spec: _agent_settings.SettingsFile = agent_module(agent).SETTINGS
+    return spec
 
 
-@uninstall_app.command("claude-code")
-@handle_errors
-def uninstall(scope: Scope = "project", settings: Settings = None) -> None:
-    """Remove only this library's hook entries."""
-    done = claude_code.uninstall(_path(scope, settings))
-    if not done.events:
-        typer.echo(f"nothing to remove in {done.path}")
-        return
-    saved = f" (backup: {done.backup})" if done.backup else ""
-    typer.echo(f"removed from {', '.join(done.events)} in {done.path}{saved}")
+def _scope_option(agent: str) -> str:
+    """``--scope`` with the agent's scopes, the first the default (an option object as the
+    default value: the command functions are made per agent, so an annotation could not name
+    a local option)."""
+    files = {
+        scope: settings_path(agent, scope, project=Path("."), env={"HOME": "~"})
+        for scope in SCOPES[agent]
+    }
+    said = "; ".join(f"{scope}: {path}" for scope, path in files.items())
+    option: str = typer.Option(SCOPES[agent][0], "--scope", help=f"{said}.")
+    return option
+
+
+def _install_command(agent: str) -> Callable[..., None]:
+    scope_option = _scope_option(agent)
+
+    @handle_errors
+    def install(scope: str = scope_option, settings: Settings = None) -> None:
+        done = _agent_settings.install(_path(agent, scope, settings), _spec(agent))
+        if not done.events:
+            typer.echo(f"already installed in {done.path}")
+            return
+        saved = f" (backup: {done.backup})" if done.backup else ""
+        typer.echo(f"installed for {', '.join(done.events)} in {done.path}{saved}")
+
+    install.__doc__ = (
+        f"Add the hook entries to {_NAMES[agent]}'s settings, keeping every other setting "
+        "and hook (idempotent)."
+    )
+    return install
+
+
+def _uninstall_command(agent: str) -> Callable[..., None]:
+    scope_option = _scope_option(agent)
+
+    @handle_errors
+    def uninstall(scope: str = scope_option, settings: Settings = None) -> None:
+        done = _agent_settings.uninstall(_path(agent, scope, settings), _spec(agent))
+        if not done.events:
+            typer.echo(f"nothing to remove in {done.path}")
+            return
+        saved = f" (backup: {done.backup})" if done.backup else ""
+        typer.echo(f"removed from {', '.join(done.events)} in {done.path}{saved}")
+
+    uninstall.__doc__ = f"Remove only this library's hook entries from {_NAMES[agent]}'s settings."
+    return uninstall
+
+
+for _agent in AGENTS:
+    hook_app.command(_agent)(_run_command(_agent))
+    install_app.command(_agent)(_install_command(_agent))
+    uninstall_app.command(_agent)(_uninstall_command(_agent))

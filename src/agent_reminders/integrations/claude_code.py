@@ -24,39 +24,43 @@ it loads and saves, so two runs of one session at once never lose each other's w
 error prints one line on stderr and exits 1 — never 2, which would block Claude Code — and
 leaves the store as it was.
 
-:func:`answer_hook` is the event mapping itself, shared with the Claude Agent SDK hooks
-(:mod:`agent_reminders.integrations.claude_agent_sdk`). The module imports only what a hook
-run needs: it runs before every prompt and after every tool call.
+:func:`answer_hook` is the event mapping for the Claude Agent SDK hooks
+(:mod:`agent_reminders.integrations.claude_agent_sdk`); what every coding agent's hook shares
+(the stored session, its lease, the delivery) is :mod:`._agent_hook`. The module imports only
+what a hook run needs: it runs before every prompt and after every tool call.
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
+import functools
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .._core.envelope import EnvelopeStyle, check_style, render_envelope
-from .._core.errors import AgentRemindersError, ConfigError
-from .._core.records import Reminder
-from .._core.request import ToolCall, ToolResult
-from ..loop.steps import Steps
-from ..session import Session
+from .._core.envelope import check_style
+from .._core.errors import ConfigError
+from .._core.request import ToolResult
+from . import _agent_hook, _agent_settings, _hook_store
+from ._agent_hook import DEFAULT_STORE, AgentHooks, HookEvent, HookInputError, require
+from ._agent_settings import SettingsChange, SettingsFile
 
 if TYPE_CHECKING:
+    from ..session import Session
     from ..storage import Store
 
 __all__ = [
+    "AGENT",
     "DEFAULT_STORE",
     "HOOK_EVENTS",
     "HookInputError",
     "HookReply",
     "HookResult",
     "SCOPES",
+    "SETTINGS",
     "SettingsChange",
     "answer_hook",
     "check_hook_input",
@@ -69,20 +73,10 @@ __all__ = [
     "uninstall",
 ]
 
-DEFAULT_STORE = ".agent-reminders/state.db"  # under the project directory
-LEASE_SECONDS = 30.0
-LEASE_WAIT_SECONDS = 20.0
 _COMPACTED = (
     "Claude Code summarized the earlier conversation; its summary stands in for it. The "
     "standing directives that survive compaction are restated here."
 )
-_owners = itertools.count(1)  # lease owners of this process: one per hook run
-
-
-class HookInputError(ConfigError):
-    """A hook input that is not a JSON object or lacks a field its event needs."""
-
-
 # The fields each event needs besides session_id and hook_event_name (the rest is optional).
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "UserPromptSubmit": ("prompt",),
@@ -91,10 +85,14 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "PreCompact": ("trigger",),
     "SubagentStart": ("agent_id",),
 }
-# The events that precede a model call: each counts as one turn for TTLs.
-_TURN_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure"})
-# The loop's steps, as a hook runs them: no hooks, the session's own queue.
-_STEPS = Steps()
+_ACTIONS: dict[str, _agent_hook.Action] = {
+    "SessionStart": "start",
+    "UserPromptSubmit": "prompt",
+    "PostToolUse": "tool",
+    "PostToolUseFailure": "tool",
+    "PreCompact": "pre_compact",
+    "SubagentStart": "subagent",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +131,6 @@ class HookReply:
         return self.text
 
 
-def project_dir(hook_input: Mapping[str, Any], env: Mapping[str, str]) -> Path:
-    """``$CLAUDE_PROJECT_DIR``, else the input's ``cwd``, else the current directory."""
-    given = env.get("CLAUDE_PROJECT_DIR") or hook_input.get("cwd")
-    return Path(given) if isinstance(given, str) and given else Path.cwd()
-
-
 def check_hook_input(value: object) -> dict[str, Any]:
     """``value`` if it is a hook input this module can map, else one clear error.
 
@@ -146,24 +138,10 @@ def check_hook_input(value: object) -> dict[str, Any]:
         HookInputError: not a JSON object, no ``session_id`` / ``hook_event_name``, or a
             field the event needs is missing (``prompt``, ``tool_name``, ...).
     """
-    if not isinstance(value, dict):
-        raise HookInputError(f"hook input must be a JSON object, not {type(value).__name__}")
-    for key in ("session_id", "hook_event_name"):
-        if not isinstance(value.get(key), str) or not value[key]:
-            raise HookInputError(f"hook input has no {key!r} (a non-empty string)")
-    for key in _REQUIRED.get(value["hook_event_name"], ()):
-        if key not in value:
-            raise HookInputError(f"{value['hook_event_name']} hook input has no {key!r}")
-    return value
-
-
-def _session_config(project: Path) -> dict[str, Any]:
-    return {
-        "workspace": {"primary": str(project), "roots": []},
-        "reminders": {
-            "config": {"project_facts": {"path": str(project / ".agent-reminders" / "facts.db")}}
-        },
-    }
+    data = require(value, "session_id", "hook_event_name")
+    for key in _REQUIRED.get(data["hook_event_name"], ()):
+        _agent_hook.field(data, data["hook_event_name"], key)
+    return data
 
 
 def _tool_result(event: str, response: object) -> ToolResult:
@@ -195,44 +173,33 @@ def _tool_result(event: str, response: object) -> ToolResult:
     return ToolResult(content=text, ok=ok, truncated=truncated, original_size=size)
 
 
-def _preserve_text(reminders: Sequence[Reminder]) -> str:
-    kept = [r for r in reminders if r.preserve_on_compact]
-    if not kept:
-        return ""
-    lines = [
-        "When you summarize this conversation, keep these standing instructions word for "
-        "word in the summary; they stay in force after the compaction:"
-    ]
-    lines.extend(f"- [{r.authority}] {' '.join(r.body.split())}" for r in kept)
-    return "\n".join(lines)
+def _read(hook_input: dict[str, Any]) -> HookEvent:
+    data = check_hook_input(hook_input)
+    name = data["hook_event_name"]
+    action = _ACTIONS.get(name, "none")
+    source = data.get("source")
+    call = result = None
+    if action == "tool":
+        call = _agent_hook.tool_call(data, name)
+        result = _tool_result(name, data.get("tool_response", data.get("error")))
+    path = data.get("transcript_path")
+    return HookEvent(
+        name=name,
+        action=action,
+        session_id=data["session_id"],
+        source=source if isinstance(source, str) else None,
+        call=call,
+        result=result,
+        transcript_path=path if isinstance(path, str) and path else None,
+    )
 
 
-def _deliver(session: Session, seam: str | None) -> str:
-    """The loop's steps before a model call that Claude Code is about to make: drain at
-    ``seam`` (``iteration_start`` before a prompt, ``post_tool_dispatch`` after a tool), commit
-    the envelope and age its reminders at once (each such event is one turn: Claude Code
-    calls the model once after it). Without a seam (a session's start), only the commit,
-    which counts as no turn. The text of what is new for the model."""
-    before = len(session.transcript)
-    if seam is None:
-        request = _STEPS.commit(session)
-    else:
-        if seam == "iteration_start":
-            request = _STEPS.before_call(session)
-        else:
-            _STEPS.post_dispatch(session)
-            request = _STEPS.commit(session)
-        _STEPS.post_turn(session, request.turn)
-    new = list(request.messages[before:])
-    return "\n\n".join(str(m["content"]) for m in new if isinstance(m["content"], str))
-
-
-def _archived_messages(transcript_path: object) -> int:
+def _archived_messages(transcript_path: str | None) -> int:
     """How many user and assistant messages Claude Code's compaction summarized, read from
     its transcript (JSON lines): those since the last ``compact_boundary`` — or, once the
     new boundary and summary are written, those between the last two boundaries. 0 when
     the transcript cannot be read (then no recap states a count)."""
-    if not isinstance(transcript_path, str) or not transcript_path:
+    if not transcript_path:
         return 0
     counts, summarized = [0], False
     try:
@@ -255,47 +222,27 @@ def _archived_messages(transcript_path: object) -> int:
     return counts[-2] if summarized and len(counts) > 1 else counts[-1]
 
 
-async def _map_event(
-    session: Session, hook_input: Mapping[str, Any], *, implicit_start: bool
-) -> str:
-    """Do what ``hook_input`` asks of ``session``; the text for Claude Code (or ``""``).
+def _write(event: str, text: str) -> str:
+    return HookReply(event=event, text=text).stdout()
 
-    Provider I/O (the fact store) and reading Claude Code's transcript run in a worker
-    thread, so the SDK's event loop is never blocked on disk."""
-    event = hook_input["hook_event_name"]
-    if implicit_start and event in _TURN_EVENTS:
-        await _STEPS.start(session, None)
-    if event == "SessionStart":
-        source = hook_input.get("source")
-        if source == "compact":  # Claude Code's context is now its summary: restate
-            import anyio.to_thread
 
-            path = hook_input.get("transcript_path")
-            archived = await anyio.to_thread.run_sync(_archived_messages, path)
-            session.compact(keep_last=0, summary=_COMPACTED, archived_messages=archived)
-        # A resumed session keeps what it was told (Claude Code reloads its transcript);
-        # a new, cleared or compacted context gets the session start's facts again.
-        await _STEPS.start(session, None, again=source in ("clear", "compact"))
-        return _deliver(session, None)
-    if event == "UserPromptSubmit":
-        return _deliver(session, "iteration_start")
-    if event in ("PostToolUse", "PostToolUseFailure"):
-        arguments = hook_input.get("tool_input")
-        call = ToolCall(
-            id=str(hook_input.get("tool_use_id") or "tool"),
-            name=str(hook_input["tool_name"]),
-            arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
-        )
-        given = _tool_result(event, hook_input.get("tool_response", hook_input.get("error")))
-        result, _ = _STEPS.finish_tool(session, call, given)
-        await _STEPS.tool_used(session, call, result)
-        return _deliver(session, "post_tool_dispatch")
-    if event == "PreCompact":
-        return _preserve_text(session.transcript.reminders)
-    if event == "SubagentStart":
-        inherited = session.handoff()
-        return render_envelope(inherited, style=session.envelope_style) if inherited else ""
-    return ""
+AGENT = AgentHooks(
+    name="claude-code",
+    read=_read,
+    write=_write,
+    project_env=("CLAUDE_PROJECT_DIR",),
+    pre_compact="instruct",
+    implicit_start=False,
+    compacted=_COMPACTED,
+    archived=_archived_messages,
+)
+# The Python Claude Agent SDK sends no SessionStart: the start's work comes with the first turn.
+_SDK_AGENT = dataclasses.replace(AGENT, implicit_start=True)
+
+
+def project_dir(hook_input: Mapping[str, Any], env: Mapping[str, str]) -> Path:
+    """``$CLAUDE_PROJECT_DIR``, else the input's ``cwd``, else the current directory."""
+    return _agent_hook.project_dir(AGENT, hook_input, env)
 
 
 async def answer_hook(
@@ -308,7 +255,7 @@ async def answer_hook(
     env: Mapping[str, str] | None = None,
     implicit_start: bool = False,
 ) -> HookReply:
-    """Map one hook event: the part the hook command and the Claude Agent SDK hooks share.
+    """Map one hook event in process: what the Claude Agent SDK hooks do.
 
     With ``session``, that in-process session answers every event (nothing is stored; its
     own envelope style applies). Otherwise the library session of the input's
@@ -316,7 +263,8 @@ async def answer_hook(
     ``store_url`` (default: ``sqlite:<project>/.agent-reminders/state.db``, ``<project>``
     being ``$CLAUDE_PROJECT_DIR`` in ``env``, else the input's ``cwd``), under the session's
     lease, and saved in one write after the event. A session's first event is saved with
-    the session's creation, so a failure leaves the store as it was.
+    the session's creation, so a failure leaves the store as it was. The mapping runs in a
+    worker thread, so the SDK's event loop never waits on a provider's disk I/O.
 
     ``implicit_start=True`` (for hosts that never send ``SessionStart``, as the Python Claude
     Agent SDK) does the session start's work — facts, workspace anchor — at the first
@@ -328,76 +276,32 @@ async def answer_hook(
         AgentRemindersError: the store cannot be opened (a SQLite file whose folder does not
             exist is not created), or a provider failed; the store is then unchanged.
     """
+    import anyio.from_thread
+    import anyio.to_thread
+
     data = check_hook_input(hook_input)
     checked = check_style(style)
-    event = data["hook_event_name"]
+    agent = _SDK_AGENT if implicit_start else AGENT
+    event = agent.read(data)
     if session is not None:
-        return HookReply(
-            event=event, text=await _map_event(session, data, implicit_start=implicit_start)
-        )
+        text = await anyio.to_thread.run_sync(_agent_hook.map_event, agent, session, event)
+        return HookReply(event=event.name, text=text)
     project = project_dir(data, os.environ if env is None else env)
-    if store is not None:
-        return await _answer_stored(store, data, project, checked, implicit_start)
-    opened = await _open_store(store_url, project)
+    opened = store
+    if opened is None:
+        from ..storage import open_store
+
+        url, options = _hook_store.resolve(store_url, project)
+        opened = await open_store(url, **options)
     try:
-        return await _answer_stored(opened, data, project, checked, implicit_start)
+        sessions = _hook_store.FromAsync(opened, anyio.from_thread.run)
+        fresh = _hook_store.standing(sessions)
+        run = functools.partial(_agent_hook.answer, agent, sessions, event, project, checked, fresh)
+        text = await anyio.to_thread.run_sync(run)
     finally:
-        await opened.close()
-
-
-async def _open_store(store_url: str | None, project: Path) -> Store:
-    """The hook's store: ``store_url``, else the project's own. Only the project's store may
-    be started in a fresh folder (its ``.agent-reminders``), and only in a project folder
-    that exists: a folder that is gone (moved, mistyped) must not get a new, empty store that
-    nothing else reads."""
-    from ..storage import folder_options, open_store
-
-    default = project / DEFAULT_STORE
-    url = store_url or f"sqlite:{default}"
-    options = folder_options(url, default)
-    if not options.get("create_folders"):
-        return await open_store(url, **options)
-    if not project.is_dir():
-        raise ConfigError(
-            f"the project folder {project} ($CLAUDE_PROJECT_DIR, else the hook input's cwd) "
-            "does not exist; nothing was created"
-        )
-    return await open_store(url)
-
-
-async def _answer_stored(
-    store: Store,
-    data: Mapping[str, Any],
-    project: Path,
-    style: EnvelopeStyle,
-    implicit_start: bool,
-) -> HookReply:
-    from ..storage import SessionExistsError, UnknownSessionError
-
-    session_id, event = data["session_id"], data["hook_event_name"]
-    config = _session_config(project)
-    owner = f"hook-{os.getpid()}-{next(_owners)}"
-    try:
-        await _claim(store, session_id, owner)
-    except UnknownSessionError:  # the session's first hook run: create it with the result
-        fresh = Session(session_id, envelope_style=style, **config)
-        text = await _map_event(fresh, data, implicit_start=implicit_start)
-        try:
-            await store.create_session(fresh.state())
-            return HookReply(event=event, text=text)
-        except SessionExistsError:  # another run made it first: answer on the stored one
-            await _claim(store, session_id, owner)
-    try:
-        state = await store.load_session(session_id)
-        if state is None:  # pragma: no cover - a claimed session exists
-            raise UnknownSessionError(session_id)
-        session = Session.from_state(state, **config)
-        session.envelope_style = style
-        text = await _map_event(session, data, implicit_start=implicit_start)
-        await store.save_session(session.state())
-    finally:
-        await store.release(session_id, owner)
-    return HookReply(event=event, text=text)
+        if store is None:
+            await opened.close()
+    return HookReply(event=event.name, text=text)
 
 
 async def run_hook(
@@ -407,65 +311,25 @@ async def run_hook(
     style: str = "context_directives",
     env: Mapping[str, str] | None = None,
 ) -> HookResult:
-    """One run of the hook command: load (or create) the session, map the event, save it
-    atomically; what to print (see :func:`answer_hook`).
+    """One run of the hook command, from async code (in a worker thread): load (or create)
+    the session, map the event, save it atomically; what to print (see :func:`answer_hook`).
 
     Raises:
         HookInputError: the input is not an object or lacks a field its event needs.
         AgentRemindersError: the store cannot be opened, or a provider failed; the store is
             then unchanged.
     """
-    reply = await answer_hook(hook_input, store_url=store_url, style=style, env=env)
-    return HookResult(stdout=reply.stdout(), saved=True)
+    import anyio.to_thread
 
-
-async def _claim(store: Store, session_id: str, owner: str) -> None:
-    """Hold the session's lease, waiting (briefly) while another hook run holds it."""
-    import anyio
-
-    deadline = anyio.current_time() + LEASE_WAIT_SECONDS
-    delay = 0.005
-    while True:
-        holder = await store.claim(session_id, owner, LEASE_SECONDS)
-        if holder is None:
-            return
-        if anyio.current_time() >= deadline:
-            raise ConfigError(
-                f"session {session_id!r} is held by {holder!r} for longer than "
-                f"{LEASE_WAIT_SECONDS:.0f} s; is another hook run stuck?"
-            )
-        await anyio.sleep(delay)
-        delay = min(delay * 2, 0.1)
-
-
-_USAGE = "usage: agent-reminders hook claude-code [--store URL] [--style STYLE] [--debug]"
-_STYLES = ("context_directives", "system_reminder")
-
-
-def _parse(argv: Sequence[str]) -> tuple[str | None, str, bool]:
-    """``(store, style, debug)`` from the command's options (no argparse: this runs before
-    every prompt, and a usage error must stay one line and exit 1, never 2)."""
-    store, style, debug = None, "context_directives", False
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, eq, value = arg.partition("=")
-        if name in ("--store", "--style"):
-            if not eq:
-                if not args:
-                    raise ConfigError(f"{name} needs a value; {_USAGE}")
-                value = args.pop(0)
-            if name == "--store":
-                store = value
-            elif value in _STYLES:
-                style = value
-            else:
-                raise ConfigError(f"--style must be one of {', '.join(_STYLES)}; got {value!r}")
-        elif arg == "--debug":
-            debug = True
-        else:
-            raise ConfigError(f"unknown argument {arg!r}; {_USAGE}")
-    return store, style, debug
+    run = functools.partial(
+        _agent_hook.run_command,
+        AGENT,
+        hook_input,
+        store_url=store_url,
+        style=style,
+        env=os.environ if env is None else env,
+    )
+    return HookResult(stdout=await anyio.to_thread.run_sync(run), saved=True)
 
 
 def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
@@ -475,30 +339,7 @@ def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
     never 2, which would block the user's prompt or tool call. ``--debug`` lets the
     exception through instead.
     """
-    if "--help" in argv or "-h" in argv:
-        print(_USAGE)
-        return 0
-    debug = "--debug" in argv
-    try:
-        store, style, debug = _parse(argv)
-        source = sys.stdin if stdin is None else stdin
-        try:
-            hook_input = json.loads(source.read())
-        except json.JSONDecodeError as exc:
-            raise HookInputError(f"hook input is not JSON: {exc}") from None
-        import anyio
-
-        result = anyio.run(lambda: run_hook(hook_input, store_url=store, style=style))
-    except Exception as exc:  # the process boundary: one line, exit 1, nothing on stdout
-        if debug:
-            raise
-        said = " ".join(str(exc).split())
-        kind = "" if isinstance(exc, AgentRemindersError | OSError) else f"{type(exc).__name__}: "
-        print(f"agent-reminders hook: {kind}{said or type(exc).__name__}", file=sys.stderr)
-        return 1
-    if result.stdout:
-        sys.stdout.write(result.stdout + "\n")
-    return 0
+    return _agent_hook.hook_main(AGENT, argv, stdin)
 
 
 # -- hook install / uninstall --------------------------------------------------------------
@@ -512,7 +353,7 @@ HOOK_EVENTS = (
     "SubagentStart",
 )
 SCOPES = ("project", "user", "local")
-_MARK = "hook claude-code"  # every command this library installs contains it
+SETTINGS = SettingsFile(agent="claude-code", events=HOOK_EVENTS)
 
 
 def settings_path(scope: str, *, project: Path, home: Path) -> Path:
@@ -529,104 +370,16 @@ def settings_path(scope: str, *, project: Path, home: Path) -> Path:
 
 
 def hook_command() -> str:
-    """The command line Claude Code should run: this installation's ``agent-reminders``
-    (the script beside the running interpreter, as a virtual environment has it), else
-    ``python -m agent_reminders`` with the running interpreter — never whichever
-    ``agent-reminders`` happens to come first on ``PATH``."""
-    import shlex
-
-    script = Path(sys.executable).with_name("agent-reminders")
-    if script.is_file() and os.access(script, os.X_OK):
-        return f"{shlex.quote(str(script))} {_MARK}"
-    return f"{shlex.quote(sys.executable)} -m agent_reminders {_MARK}"
-
-
-def _ours(entry: object) -> bool:
-    return isinstance(entry, Mapping) and _MARK in str(entry.get("command", ""))
-
-
-def _read_settings(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(
-            f"{path}: not a readable JSON settings file ({exc}); left unchanged"
-        ) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the settings must be a JSON object; left unchanged")
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-        raise ConfigError(
-            f"{path}: 'hooks' must map event names to lists of matchers; left unchanged"
-        )
-    return data
-
-
-def _write_settings(path: Path, data: dict[str, Any]) -> Path | None:
-    """Write ``data`` to ``path`` (atomically), backing up the old file first."""
-    backup = None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        backup = path.with_name(path.name + ".agent-reminders.bak")
-        backup.write_bytes(path.read_bytes())
-    temporary = path.with_name(path.name + ".agent-reminders.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-    return backup
-
-
-@dataclass(frozen=True, slots=True)
-class SettingsChange:
-    """What ``install`` / ``uninstall`` did: the file, the events changed, the backup."""
-
-    path: Path
-    events: tuple[str, ...]
-    backup: Path | None
+    """The command line Claude Code should run (see :func:`._agent_settings.hook_command`)."""
+    return _agent_settings.hook_command(AGENT.name)
 
 
 def install(path: Path, command: str | None = None) -> SettingsChange:
     """Add the hook to every event of :data:`HOOK_EVENTS` in the settings file at ``path``,
     keeping every other setting and hook; an event that already has it is left alone."""
-    data = _read_settings(path)
-    hooks: dict[str, list[Any]] = data.setdefault("hooks", {})
-    line = command or hook_command()
-    added = []
-    for event in HOOK_EVENTS:
-        matchers = hooks.setdefault(event, [])
-        present = any(
-            isinstance(m, Mapping) and any(_ours(h) for h in m.get("hooks") or ()) for m in matchers
-        )
-        if not present:
-            matchers.append({"hooks": [{"type": "command", "command": line}]})
-            added.append(event)
-    backup = _write_settings(path, data) if added else None
-    return SettingsChange(path=path, events=tuple(added), backup=backup)
+    return _agent_settings.install(path, SETTINGS, command)
 
 
 def uninstall(path: Path) -> SettingsChange:
     """Remove this library's hook entries (and matchers left empty by that) from ``path``."""
-    data = _read_settings(path)
-    hooks: dict[str, list[Any]] = data.get("hooks", {})
-    removed = []
-    for event, matchers in list(hooks.items()):
-        kept = []
-        for matcher in matchers:
-            inner = matcher.get("hooks") if isinstance(matcher, Mapping) else None
-            if isinstance(inner, list) and any(_ours(h) for h in inner):
-                rest = [h for h in inner if not _ours(h)]
-                if event not in removed:
-                    removed.append(event)
-                if rest:
-                    kept.append({**matcher, "hooks": rest})
-            else:
-                kept.append(matcher)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    if "hooks" in data and not hooks:
-        del data["hooks"]
-    backup = _write_settings(path, data) if removed else None
-    return SettingsChange(path=path, events=tuple(removed), backup=backup)
+    return _agent_settings.uninstall(path, SETTINGS)

@@ -1,0 +1,115 @@
+"""Gemini CLI hooks: the library's reminders in a Google Gemini CLI session
+(``docs/gemini-cli.md``).
+
+``agent-reminders hook gemini-cli`` is a Gemini CLI command hook. Gemini sends one JSON object
+on stdin (``session_id``, ``hook_event_name``, ``cwd``, ``transcript_path``, ``timestamp`` and
+the event's own fields) and reads exactly one JSON object back; context goes in
+``hookSpecificOutput.additionalContext``. Events:
+
+- ``SessionStart`` (``source`` ``startup`` / ``resume`` / ``clear``): ``session_start`` —
+  Gemini puts the context at the head of the conversation.
+- ``BeforeAgent``: the queue is drained; Gemini adds the context to this prompt.
+- ``AfterTool``: ``post_tool_use`` with a ``run_shell_command``'s command and output (its
+  exit code read from the tool's ``[Exit Code: N]`` line), then the queue; Gemini appends
+  the context to the tool's result.
+- ``PreCompress``: Gemini takes no instruction for its summarizer and has no event after
+  compression, so the library session is compacted here and the next delivery states the
+  preserved reminders again.
+
+Read from Gemini CLI 0.56 to 0.61 (``packages/core/src/hooks``). An error exits 1 with one line
+on stderr — Gemini's only non-blocking error code; 2 (and with plain output any other code)
+blocks — and leaves the store as it was. With nothing to add the hook prints ``{}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from .._core.request import ToolResult
+from . import _agent_hook
+from ._agent_hook import AgentHooks, HookEvent, require
+from ._agent_settings import SettingsFile
+
+__all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS", "hook_main"]
+
+_ACTIONS: dict[str, _agent_hook.Action] = {
+    "SessionStart": "start",
+    "BeforeAgent": "prompt",
+    "AfterTool": "tool",
+    "PreCompress": "pre_compact",
+}
+_CONTEXT_EVENTS = frozenset({"SessionStart", "BeforeAgent", "AfterTool"})
+_REQUIRED = {"BeforeAgent": "prompt", "AfterTool": "tool_response"}
+_EXIT_CODE = re.compile(r"^\[?Exit Code: (-?\d+)\]?$", re.MULTILINE)
+HOOK_EVENTS = tuple(_ACTIONS)
+
+
+def _tool_result(response: object) -> ToolResult:
+    """``{llmContent, returnDisplay, error?}`` as a result: the raw output
+    (``returnDisplay``, else ``llmContent``), failed on an ``error`` or a non-zero
+    ``Exit Code`` line."""
+    if not isinstance(response, Mapping):
+        return ToolResult(content=json.dumps(response, ensure_ascii=False), ok=True)
+    model_text = response.get("llmContent")
+    shown = response.get("returnDisplay")
+    if isinstance(shown, str) and shown:
+        text = shown
+    elif isinstance(model_text, str):
+        text = model_text
+    else:
+        text = json.dumps(model_text, ensure_ascii=False, sort_keys=True)
+    code = _EXIT_CODE.search(model_text) if isinstance(model_text, str) else None
+    ok = not response.get("error") and (code is None or code.group(1) == "0")
+    return ToolResult(content=text, ok=ok)
+
+
+def _read(hook_input: dict[str, Any]) -> HookEvent:
+    data = require(hook_input, "session_id", "hook_event_name")
+    name = data["hook_event_name"]
+    if name in _REQUIRED:
+        _agent_hook.field(data, name, _REQUIRED[name])
+    action = _ACTIONS.get(name, "none")
+    call = result = None
+    if action == "tool":
+        call = _agent_hook.tool_call(data, name)
+        result = _tool_result(data["tool_response"])
+    source, path = data.get("source"), data.get("transcript_path")
+    return HookEvent(
+        name=name,
+        action=action,
+        session_id=data["session_id"],
+        source=source if isinstance(source, str) else None,
+        call=call,
+        result=result,
+        transcript_path=path if isinstance(path, str) and path else None,
+    )
+
+
+def _write(event: str, text: str) -> str:
+    if not text or event not in _CONTEXT_EVENTS:
+        return "{}"
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    return json.dumps(output, ensure_ascii=False)
+
+
+AGENT = AgentHooks(
+    name="gemini-cli",
+    read=_read,
+    write=_write,
+    project_env=("GEMINI_PROJECT_DIR",),
+    pre_compact="restate",
+    implicit_start=True,
+    compacted=(
+        "Gemini CLI compressed the earlier conversation; its summary stands in for it. The "
+        "standing directives that survive compaction are restated here."
+    ),
+)
+SETTINGS = SettingsFile(agent="gemini-cli", events=HOOK_EVENTS, extra=(("timeout", 30000),))
+
+
+def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
+    """``agent-reminders hook gemini-cli [--store URL] [--style S]``; returns the exit code."""
+    return _agent_hook.hook_main(AGENT, argv, stdin)
