@@ -21,42 +21,50 @@ One session is driven the way a person would: ``gemini -p hello --session-id S``
 pushed with ``agent-reminders remind --session latest``; ``gemini -p "run the tests" --resume
 S``, in which the model runs the fake, failing ``pytest -q``; ``gemini -p "show me the failing
 test" --resume S``, in which the compression happens; ``gemini -p "carry on" --resume S``.
-A recording hook in the user settings keeps every hook input Gemini sent (and prints nothing).
+A recording hook in the user settings keeps every hook input Gemini sent (and prints nothing);
+``tests/fixtures/hook_inputs/gemini-cli/<Event>.json`` are the first of each event.
 
 What Gemini CLI 0.61.0 does with a hook's context, read from its source and seen here:
 
-- ``SessionStart`` fires for each ``gemini -p`` run (``source`` ``startup``, then
-  ``resume``). Headless, its context is put in front of the prompt:
-  ``<hook_context>CONTEXT</hook_context>\\n\\nPROMPT``, one text part. On ``--resume`` Gemini
-  drops every stored user message whose text starts with ``<hook_context>`` — so the first
-  prompt of the session, and the facts in it, are not in the history of a resumed run.
-- ``BeforeAgent`` context is a second text part of the user message,
-  ``<hook_context>CONTEXT</hook_context>``. "For this turn only" is not what happens: the part
-  is stored with the message, so it is re-sent with every later request of the same run and,
-  after ``--resume``, with every later request of the session — unless that message started
-  with a SessionStart context (then it is dropped as above) or a compression summarized it.
-- ``AfterTool`` context is appended to the tool's result: ``\\n\\n<hook_context>CONTEXT
-  </hook_context>`` at the end of the ``functionResponse`` ``output``; it is part of the
-  result from then on. After ``--resume`` Gemini 0.61.0 sends every earlier tool result
-  twice (two identical ``functionResponse`` parts in one message: it rebuilds them both from
-  the tool call's stored result and from the stored function-response message).
-- Gemini escapes ``<`` and ``>`` in every ``additionalContext`` (``&lt;``/``&gt;``); nothing
-  else is changed.
-- ``PreCompress`` (``trigger: "auto"``) fires before *every* model turn whose history is not
-  empty, whether or not a compression follows: Gemini fires it before it compares the last
-  prompt's token count with ``model.compressionThreshold`` (0.5 of the model's 1,048,576
-  tokens). It is advisory: Gemini reads no context from it, and there is no event after a
-  compression. A compression is triggered here as a real one is: the fake model reports
-  ``promptTokenCount`` 700,000 with a tool call, so at the next turn of that run Gemini asks
-  the model for a ``<state_snapshot>`` (two ``generateContent`` calls) and replaces the older
-  history with it. ``/compress`` is no way to do this headless: the command starts the
-  compression in the background and the ``-p`` run sends ``/compress`` to the model as a
-  prompt at the same time.
-- With nothing to add a hook may print nothing at all or ``{}``: empty stdout (and stderr)
-  with exit 0 is a success with no output; ``{}`` parses to an output without context.
+- ``SessionStart`` fires at the start of every ``gemini -p`` run (``source`` ``startup``,
+  then ``resume``). Headless, its context goes in front of the prompt, one text part:
+  ``<hook_context>CONTEXT</hook_context>\\n\\nPROMPT``. On ``--resume`` Gemini leaves out
+  every stored user message whose text starts with ``<hook_context>``: the first prompt of
+  the session, and the facts with it, are in no request of a resumed run (the library's
+  resumed SessionStart brings nothing new).
+- ``BeforeAgent`` context is a text part after the prompt's,
+  ``<hook_context>CONTEXT</hook_context>``. It is not for that turn only: the part is stored
+  with the prompt, so the same text goes out with every later request of the run and, after
+  ``--resume``, of the session — until a compression summarizes it away (or, had that
+  prompt started with a SessionStart context, until the next resume drops it). Never twice in
+  one request.
+- ``AfterTool`` context is appended to the tool's result, ``\\n\\n<hook_context>CONTEXT
+  </hook_context>`` at the end of the ``functionResponse``'s ``output``, and stays part of
+  it. After ``--resume`` Gemini 0.61.0 (0.59 and 0.60 too) sends each earlier tool result
+  twice — two identical ``functionResponse`` parts in one message, rebuilt from the tool
+  call's stored result and from the stored function-response message — so the review is in
+  such a request twice, byte for byte the same.
+- Gemini escapes ``<`` and ``>`` in every ``additionalContext`` (``&lt;``/``&gt;``) and
+  changes nothing else.
+- ``PreCompress`` (``trigger: "auto"``) fires before *every* model turn with a history,
+  compression or not: Gemini fires it before it compares the last prompt's token count with
+  ``model.compressionThreshold`` (0.5 of the model's 1,048,576 tokens). It is advisory (no
+  context is read from it) and nothing fires after a compression: the hook cannot know
+  whether one happened. The compression here is triggered as a real one is: with the ``cat``
+  call the fake model reports ``promptTokenCount`` 700,000, so before the next turn of that
+  run Gemini asks for a ``<state_snapshot>`` (two ``generateContent`` requests) and sends the
+  summary in place of the older history. ``/compress`` cannot do it headless: the command
+  starts the compression in the background while the ``-p`` run sends ``/compress`` to the
+  model as a prompt. Because the library compacts its session at each PreCompress, a reminder
+  marked ``preserve_on_compact`` is stated again at every later delivery (the xfail test).
+- "Nothing to add" may be empty stdout or ``{}`` (the library prints ``{}``): Gemini parses
+  stdout (else stderr) when not empty; an empty one is a success without output, ``{}`` an
+  output without context. Plain text on stdout with exit 0 becomes a message to the user,
+  exit 1 a warning; any other non-zero exit blocks.
 
 Opt-in (``AGENT_REMINDERS_SLOW=1``, which CI sets): the first run downloads about 100 MB.
-``AGENT_REMINDERS_GEMINI_CLI_CAPTURE=FILE`` also writes every model request to FILE.
+``AGENT_REMINDERS_GEMINI_CLI_CAPTURE=FILE`` also writes every model request to FILE;
+``AGENT_REMINDERS_GEMINI_CLI_FIXTURES=1`` rewrites the hook-input fixtures.
 """
 
 from __future__ import annotations
@@ -111,11 +119,6 @@ FACT = "We use uv for packaging, never pip install into the system Python."
 PUSHED = "The release branch is frozen: do not push to it."
 SUMMARY = "<state_snapshot>The user is fixing test_add in tests/test_math.py.</state_snapshot>"
 RUNS = ("hello", "run the tests", "show me the failing test", "carry on")
-
-
-def _escaped(text: str) -> str:
-    """``text`` as Gemini hands a hook's ``additionalContext`` to the model."""
-    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _entry(prefix: Path) -> Path:
@@ -217,12 +220,126 @@ class Run:
         return [r for r in self.requests if r.rpc == "generateContent"]
 
 
+_DROPPED = ("GEMINI_", "GOOGLE_", "CLOUD_SHELL", "VSCODE_", "TERM_PROGRAM")
+_DROPPED_NAMES = {"GITHUB_SHA", "SURFACE", "CI", "DEBUG", "NODE_OPTIONS"}
+EVENTS = ("SessionStart", "BeforeAgent", "AfterTool", "PreCompress")
+
+
+class GeminiSession:
+    """A project with a fact, a temporary home whose settings point Gemini at ``server``,
+    the library's hooks installed in the project, and one Gemini session driven by
+    :meth:`prompt`."""
+
+    def __init__(self, gemini: list[str], root: Path, server: FakeGemini) -> None:
+        self.gemini, self.server = gemini, server
+        self.project, self.home, bindir, self.inputs = (
+            root / n for n in ("project", "home", "bin", "inputs")
+        )
+        for folder in (self.project / "tests", self.home / ".gemini", bindir, self.inputs):
+            folder.mkdir(parents=True)
+        (self.project / "tests" / "test_math.py").write_text(TEST_FILE, encoding="utf-8")
+        fake = bindir / "pytest"
+        fake.write_text(f"#!/bin/sh\ncat <<'OUT'\n{FAILING_PYTEST}OUT\nexit 1\n", encoding="utf-8")
+        fake.chmod(0o755)
+        facts = FactStore(self.project / ".agent-reminders" / "facts.db")
+        facts.store_fact({"kind": "decision", "claim": FACT, "confidence": 0.9})
+        facts.close()
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "model": {"name": MODEL},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            "ide": {"enabled": False},
+            "hooks": self._recorder(root / "record-hook-input"),
+        }
+        gemini_home = self.home / ".gemini"
+        (gemini_home / "settings.json").write_text(json.dumps(settings, indent=1))
+        (gemini_home / "trustedFolders.json").write_text(
+            json.dumps({str(self.project): "TRUST_FOLDER"})
+        )
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(_DROPPED)
+            and k not in _DROPPED_NAMES
+            and not k.lower().endswith("_proxy")
+        }
+        self.env = {
+            **keep,
+            "HOME": str(self.home),
+            "GEMINI_CLI_HOME": str(self.home),
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(self.home / "no-system-settings.json"),
+            "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONPATH": str(SRC),  # the hook command runs this checkout's code
+            "GOOGLE_GEMINI_BASE_URL": server.url,
+            "GEMINI_API_KEY": "x",
+            "NO_COLOR": "1",
+        }
+        self.store = f"sqlite:{self.project / '.agent-reminders' / 'state.db'}"
+        self.session_id = str(uuid.uuid4())
+        self.runs: list[Run] = []
+
+    def _recorder(self, path: Path) -> dict[str, Any]:
+        """User-level hook entries that keep each hook input in ``inputs`` and print
+        nothing."""
+        path.write_text(
+            f"#!{sys.executable}\n"
+            "import sys, time, pathlib\n"
+            f"into = pathlib.Path({str(self.inputs)!r})\n"
+            "data = sys.stdin.read()\n"
+            "(into / f'{time.time_ns()}.json').write_text(data, encoding='utf-8')\n",
+            encoding="utf-8",
+        )
+        path.chmod(0o755)
+        entry = [{"hooks": [{"type": "command", "command": str(path), "name": "recorder"}]}]
+        return dict.fromkeys(EVENTS, entry)
+
+    def cli(self, *args: str) -> str:
+        """``agent-reminders ARGS`` in the project; its stdout."""
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_reminders", *args],
+            capture_output=True,
+            text=True,
+            cwd=self.project,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def prompt(self, prompt: str) -> Run:
+        """``gemini -p PROMPT``: the session's first run, or ``--resume`` it."""
+        before = len(self.server.requests)
+        session = ("--resume" if self.runs else "--session-id", self.session_id)
+        done = subprocess.run(
+            [*self.gemini, "-p", prompt, "--output-format", "json", "--yolo", *session],
+            capture_output=True,
+            text=True,
+            cwd=self.project,
+            env=self.env,
+            timeout=180,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr or done.stdout
+        assert self.server.errors == []
+        run = Run(prompt, json.loads(done.stdout), done.stderr, self.server.requests[before:])
+        self.runs.append(run)
+        return run
+
+    def hook_inputs(self) -> list[dict[str, Any]]:
+        """Every hook input Gemini sent, in order."""
+        files = sorted(self.inputs.iterdir(), key=lambda p: int(p.stem))
+        return [json.loads(p.read_text(encoding="utf-8")) for p in files]
+
+
 @dataclass
 class Scenario:
     project: Path
     session_id: str
     runs: list[Run]
-    hook_inputs: list[dict[str, Any]]  # every hook input Gemini sent, in order
+    hook_inputs: list[dict[str, Any]]
     pushed_id: str
     queued: Any  # `pending --json` before the resumed run
     installed: str
@@ -236,126 +353,26 @@ class Scenario:
         return [body for run in self.runs for body in run.turns]
 
 
-_DROPPED = ("GEMINI_", "GOOGLE_", "CLOUD_SHELL", "VSCODE_", "TERM_PROGRAM")
-_DROPPED_NAMES = {"GITHUB_SHA", "SURFACE", "CI", "DEBUG", "NODE_OPTIONS"}
-
-
-def _env(home: Path, bindir: Path, base_url: str) -> dict[str, str]:
-    keep = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(_DROPPED)
-        and k not in _DROPPED_NAMES
-        and not k.lower().endswith("_proxy")
-    }
-    return {
-        **keep,
-        "HOME": str(home),
-        "GEMINI_CLI_HOME": str(home),
-        "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(home / "no-system-settings.json"),
-        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(SRC),  # the hook command runs this checkout's code
-        "GOOGLE_GEMINI_BASE_URL": base_url,
-        "GEMINI_API_KEY": "x",
-        "NO_COLOR": "1",
-    }
-
-
-def _cli(env: dict[str, str], cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_reminders", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def _recorder(path: Path, into: Path) -> dict[str, Any]:
-    """A user-level hook entry that keeps each hook input in ``into`` and prints nothing."""
-    path.write_text(
-        f"#!{sys.executable}\n"
-        "import sys, time, pathlib\n"
-        f"into = pathlib.Path({str(into)!r})\n"
-        "data = sys.stdin.read()\n"
-        "(into / f'{time.time_ns()}.json').write_text(data, encoding='utf-8')\n",
-        encoding="utf-8",
-    )
-    path.chmod(0o755)
-    entry = [{"hooks": [{"type": "command", "command": str(path), "name": "recorder"}]}]
-    return dict.fromkeys(("SessionStart", "BeforeAgent", "AfterTool", "PreCompress"), entry)
-
-
 @pytest.fixture(scope="module")
 def scenario(gemini: list[str], tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    root = tmp_path_factory.mktemp("gemini-cli")
-    project, home, bindir, inputs = (root / n for n in ("project", "home", "bin", "inputs"))
-    for folder in (project, home / ".gemini", bindir, inputs, project / "tests"):
-        folder.mkdir(parents=True)
-    (project / "tests" / "test_math.py").write_text(TEST_FILE, encoding="utf-8")
-    fake = bindir / "pytest"
-    fake.write_text(f"#!/bin/sh\ncat <<'OUT'\n{FAILING_PYTEST}OUT\nexit 1\n", encoding="utf-8")
-    fake.chmod(0o755)
-    facts = FactStore(project / ".agent-reminders" / "facts.db")
-    facts.store_fact({"kind": "decision", "claim": FACT, "confidence": 0.9})
-    facts.close()
-    user_settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "model": {"name": MODEL},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-        "ide": {"enabled": False},
-        "hooks": _recorder(root / "record-hook-input", inputs),
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(user_settings, indent=1))
-    trusted = {str(project): "TRUST_FOLDER"}
-    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
-    store = f"sqlite:{project / '.agent-reminders' / 'state.db'}"
-    session_id = str(uuid.uuid4())
-    runs: list[Run] = []
     with FakeGemini(answer) as server:
-        env = _env(home, bindir, server.url)
-        installed = _cli(env, project, "hook", "install", "gemini-cli", "--scope", "project")
-
-        def gemini_p(prompt: str, *session: str) -> Run:
-            before = len(server.requests)
-            done = subprocess.run(
-                [*gemini, "-p", prompt, "--output-format", "json", "--yolo", *session],
-                capture_output=True,
-                text=True,
-                cwd=project,
-                env=env,
-                timeout=180,
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr or done.stdout
-            assert server.errors == []
-            run = Run(prompt, json.loads(done.stdout), done.stderr, server.requests[before:])
-            runs.append(run)
-            return run
-
-        gemini_p("hello", "--session-id", session_id)
-        remind = ("remind", "--store", store, "--session", "latest")
-        pushed_id = _cli(env, project, *remind, PUSHED)
-        pending = ("pending", "--store", store, "--session", session_id, "--json")
-        queued = json.loads(_cli(env, project, *pending))
+        session = GeminiSession(gemini, tmp_path_factory.mktemp("gemini-cli"), server)
+        installed = session.cli("hook", "install", "gemini-cli", "--scope", "project")
+        session.prompt(RUNS[0])
+        remind = ("remind", "--store", session.store, "--session", "latest")
+        pushed_id = session.cli(*remind, PUSHED)
+        pending = ("pending", "--store", session.store, "--session", session.session_id)
+        queued = json.loads(session.cli(*pending, "--json"))
         for prompt in RUNS[1:]:
-            gemini_p(prompt, "--resume", session_id)
-    hook_inputs = [
-        json.loads(p.read_text(encoding="utf-8"))
-        for p in sorted(inputs.iterdir(), key=lambda p: int(p.stem))
-    ]
+            session.prompt(prompt)
+    runs, hook_inputs = session.runs, session.hook_inputs()
     capture = os.environ.get("AGENT_REMINDERS_GEMINI_CLI_CAPTURE")
     if capture:  # what the model was sent, and what the hooks were given
         dump = {
             "runs": [
                 {
                     "prompt": r.prompt,
+                    "stderr": r.stderr,
                     "requests": [{"path": q.path, "body": q.body} for q in r.requests],
                 }
                 for r in runs
@@ -363,7 +380,9 @@ def scenario(gemini: list[str], tmp_path_factory: pytest.TempPathFactory) -> Sce
             "hook_inputs": hook_inputs,
         }
         Path(capture).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
-    return Scenario(project, session_id, runs, hook_inputs, pushed_id, queued, installed)
+    return Scenario(
+        session.project, session.session_id, runs, hook_inputs, pushed_id, queued, installed
+    )
 
 
 # -- reading the requests -----------------------------------------------------------------------
@@ -401,18 +420,30 @@ def _outputs(body: dict[str, Any], command: str) -> list[str]:
 
 
 # -- the checks ---------------------------------------------------------------------------------
+# The session's chat requests, in order (``scenario.turns``):
+#   0  hello                       (startup)
+#   1  run the tests               (resumed) -> the model calls pytest -q
+#   2  its tool result
+#   3  show me the failing test    (resumed) -> the model calls cat, "context nearly full"
+#      (then the compression's two generateContent requests)
+#   4  its tool result, over the compressed history
+#   5  carry on                    (resumed)
 
 
 def test_every_run_talked_only_to_the_local_server(scenario: Scenario) -> None:
-    assert "SessionStart" in scenario.installed
+    assert scenario.installed.startswith(f"installed for {', '.join(EVENTS)} in ")
     for run in scenario.runs:
         assert run.result["session_id"] == scenario.session_id
         assert "error" not in run.result
         assert all(r.model == MODEL for r in run.requests if r.rpc)
+        assert "Hook(s) [" not in run.stderr  # no hook failed
     assert scenario.run("hello").result["response"] == "Noted."
     assert scenario.run("run the tests").result["response"].startswith("test_add fails")
     assert [len(r.turns) for r in scenario.runs] == [1, 2, 2, 1]
     assert [len(r.side) for r in scenario.runs] == [0, 0, 2, 0]  # the compression's two
+    # a new project hook is trusted with a warning the first time, silently after that
+    warning = "WARNING: The following project-level hooks have been detected"
+    assert [warning in r.stderr for r in scenario.runs] == [True, False, False, False]
 
 
 def test_the_hooks_gemini_ran(scenario: Scenario) -> None:
@@ -422,21 +453,15 @@ def test_the_hooks_gemini_ran(scenario: Scenario) -> None:
         (i["hook_event_name"], i.get("source") or i.get("trigger") or i.get("tool_name"))
         for i in scenario.hook_inputs
     ]
-    one_turn = [("BeforeAgent", None), ("PreCompress", "auto")]
-    tool_turn = [*one_turn, ("AfterTool", "run_shell_command"), ("PreCompress", "auto")]
-    assert fired == [
-        ("SessionStart", "startup"),
-        *one_turn,
-        ("SessionStart", "resume"),
-        *tool_turn,
-        ("SessionStart", "resume"),
-        *tool_turn,
-        ("SessionStart", "resume"),
-        *one_turn,
-    ]
+    # PreCompress comes before every model turn, whether or not Gemini compresses
+    one = [("BeforeAgent", None), ("PreCompress", "auto")]
+    tool = [*one, ("AfterTool", "run_shell_command"), ("PreCompress", "auto")]
+    start, resume = ("SessionStart", "startup"), ("SessionStart", "resume")
+    assert fired == [start, *one, resume, *tool, resume, *tool, resume, *one]
     for hook_input in scenario.hook_inputs:
         assert hook_input["session_id"] == scenario.session_id
         assert hook_input["cwd"] == str(scenario.project)
+        assert hook_input["transcript_path"].endswith(".jsonl")
     after = [i for i in scenario.hook_inputs if i["hook_event_name"] == "AfterTool"]
     assert after[0]["tool_input"] == {"command": "pytest -q"}
     response = after[0]["tool_response"]
@@ -445,62 +470,110 @@ def test_the_hooks_gemini_ran(scenario: Scenario) -> None:
     assert "\nExit Code: 1\n" in response["llmContent"]
     if os.environ.get("AGENT_REMINDERS_GEMINI_CLI_FIXTURES") == "1":  # refresh the fixtures
         FIXTURES.mkdir(parents=True, exist_ok=True)
-        for name in ("SessionStart", "BeforeAgent", "AfterTool", "PreCompress"):
+        for name in EVENTS:
             first = next(i for i in scenario.hook_inputs if i["hook_event_name"] == name)
             text = json.dumps(first, indent=2, ensure_ascii=False) + "\n"
             (FIXTURES / f"{name}.json").write_text(text, encoding="utf-8")
 
 
 def test_session_start_brings_the_fact_in_front_of_the_first_prompt(scenario: Scenario) -> None:
-    (first,) = scenario.run("hello").turns
-    assert _count(first, FACT) == 1
+    first = scenario.turns[0]
     (prompt,) = [t for t in _user_texts(first) if FACT in t]
-    assert prompt.startswith("<hook_context>&lt;")
-    assert prompt.endswith("</hook_context>\n\nhello")
+    assert prompt.startswith('<hook_context>&lt;context-directives speaker="harness"&gt;\n')
+    assert prompt.endswith("&lt;/context-directives&gt;</hook_context>\n\nhello")
     assert "<" not in prompt[len("<hook_context>") : -len("</hook_context>\n\nhello")]
+    assert f"Primary workspace root: {scenario.project}" in prompt
+    # Resumed, Gemini leaves out the stored prompt that starts with <hook_context> (and the
+    # resumed SessionStart brings nothing new): the fact is in the first request only.
+    assert [_count(body, FACT) for body in scenario.turns] == [1, 0, 0, 0, 0, 0]
+    hello = [sum(t.endswith("\n\nhello") for t in _user_texts(b)) for b in scenario.turns]
+    assert hello == [1, 0, 0, 0, 0, 0]
 
 
 def test_the_pushed_reminder_arrives_once_at_the_next_prompt(scenario: Scenario) -> None:
     assert [i["body"] for i in scenario.queued["injections"]] == [PUSHED]
     assert scenario.queued["injections"][0]["id"] == scenario.pushed_id
-    first, second = scenario.run("run the tests").turns
+    first = scenario.turns[1]
     parts = [t for t in _user_texts(first) if PUSHED in t]
-    assert len(parts) == 1
-    assert parts[0].startswith("<hook_context>")
-    assert parts[0].endswith("</hook_context>")
-    assert _user_texts(first)[-1] == parts[0]  # the part after the prompt
-    assert _user_texts(first)[-2] == "run the tests"
-    # the BeforeAgent part stays in the stored message: the same text in later requests
-    assert [t for t in _user_texts(second) if PUSHED in t] == parts
-    for body in scenario.turns:
-        assert _count(body, PUSHED) <= 1
+    assert _user_texts(first)[-2:] == ["run the tests", *parts]  # a part after the prompt
+    (part,) = parts
+    assert part.startswith('<hook_context>&lt;context-directives speaker="harness"&gt;\n')
+    assert f'&lt;directive authority="contract"&gt;\n{PUSHED}\n&lt;/directive&gt;' in part
+    assert part.endswith("&lt;/context-directives&gt;</hook_context>")
+    # Not for this turn only: the part is stored with the prompt, so the same text goes out
+    # with the run's next request and, resumed, with every request until the compression
+    # summarized it (also to the summarizer), never twice in one request.
+    assert [_count(body, PUSHED) for body in scenario.turns] == [0, 1, 1, 1, 0, 0]
+    for body in scenario.turns[1:4]:
+        assert [t for t in _user_texts(body) if PUSHED in t] == parts
+    summarize, verify = scenario.run("show me the failing test").side
+    assert _count(summarize.body, PUSHED) == _count(verify.body, PUSHED) == 1
 
 
 def test_the_review_follows_the_failing_pytest_once(scenario: Scenario) -> None:
-    first, second = scenario.run("run the tests").turns
-    assert _count(first, "Grounded review") == 0
+    second = scenario.turns[2]
     (output,) = _outputs(second, "pytest -q")
     result, _, context = output.partition("\n\n<hook_context>")
     assert result.startswith(f"<untrusted_context>\nOutput: {FAILING_PYTEST}")
-    assert context.endswith("</hook_context>")
-    assert "Grounded review" in context
-    assert "FAILED tests/test_math.py::test_add - assert 3 == 4" in context
+    assert result.endswith("</untrusted_context>")
+    assert context.startswith('&lt;context-directives speaker="harness"&gt;\n')
+    assert context.endswith("&lt;/context-directives&gt;</hook_context>")
     assert "<" not in context.removesuffix("</hook_context>")  # escaped: &lt; &gt;
-    assert _count(second, "Grounded review") == 1
-    # every later request that re-sends the tool result carries the same bytes, once per copy
-    later = scenario.turns[scenario.turns.index(second) + 1 :]
-    for body in later:
-        copies = _outputs(body, "pytest -q")
-        assert set(copies) <= {output}
-        assert _count(body, "Grounded review") == len(copies)
+    assert "Grounded review: concrete failure signals" in context
+    assert "FAILED tests/test_math.py::test_add - assert 3 == 4" in context
+    assert 'ttl_turns="2"' in context
+    # Once in the request after the tool call; resumed, Gemini 0.61.0 sends the stored tool
+    # result twice (both copies byte for byte the first); gone once compressed.
+    assert [_count(body, "Grounded review") for body in scenario.turns] == [0, 0, 1, 2, 0, 0]
+    assert [_outputs(body, "pytest -q") for body in scenario.turns[2:4]] == [
+        [output],
+        [output, output],
+    ]
 
 
 def test_the_compression(scenario: Scenario) -> None:
+    """Triggered by the reported prompt size; PreCompress had fired before it (and before
+    every other turn); nothing follows it but the next model request."""
     run = scenario.run("show me the failing test")
     summarize, verify = run.side
     assert "state_snapshot" in summarize.system
     assert "Generate a new <state_snapshot>" in "".join(texts(summarize.contents[-1]))
     assert verify.contents[-2]["parts"][0]["text"] == SUMMARY
-    first, second = run.turns
-    assert _count(first, SUMMARY) == 0
-    assert _count(second, SUMMARY) == 1  # the older history is now the summary
+    assert run.requests.index(summarize) == 1  # between the cat call and its result
+    second = run.turns[1]
+    assert [_count(body, SUMMARY) for body in scenario.turns] == [0, 0, 0, 0, 1, 1]
+    assert _user_texts(second)[1:3] == [SUMMARY, "show me the failing test"]
+    assert _outputs(second, "cat tests/test_math.py")[0].startswith(
+        f"<untrusted_context>\nOutput: {TEST_FILE}"
+    )
+    assert "<hook_context>" not in json.dumps(second["contents"])  # nothing new from hooks
+
+
+# -- a reminder marked preserve_on_compact ------------------------------------------------------
+
+PRESERVED = "Never edit the generated files under gen/."
+
+
+@pytest.fixture(scope="module")
+def preserved(gemini: list[str], tmp_path_factory: pytest.TempPathFactory) -> list[Run]:
+    with FakeGemini(answer) as server:
+        session = GeminiSession(gemini, tmp_path_factory.mktemp("gemini-cli-preserved"), server)
+        session.cli("hook", "install", "gemini-cli", "--scope", "project")
+        session.prompt("hello")
+        remind = ("remind", "--store", session.store, "--session", session.session_id)
+        session.cli(*remind, "--preserve-on-compact", PRESERVED)
+        session.prompt("run the tests")
+    return session.runs
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Gemini CLI fires PreCompress (trigger auto) before every model turn, compression "
+    "or not; the hook compacts the library session at each one, so the preserved reminder "
+    "is stated again with every later delivery (BeforeAgent, AfterTool, SessionStart resume)",
+)
+def test_a_preserved_reminder_is_not_repeated_without_a_compression(
+    preserved: list[Run],
+) -> None:
+    counts = [_count(body, PRESERVED) for run in preserved for body in run.turns]
+    assert counts == [0, 1, 1]  # seen: [0, 1, 2] (again in the pytest result's context)
