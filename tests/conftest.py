@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,13 @@ from agent_reminders import EventLog
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = FIXTURES.parents[1]
+
+# Hook runs of the tests (and of the agents the tests run) start their hook servers in a
+# folder of this test run, not the user's, and those servers leave a minute after their
+# last run (tests/integrations/test_hook_server.py tests the server itself).
+_HOOK_DIR = Path(tempfile.mkdtemp(prefix="agent-reminders-hooks-"))
+os.environ["AGENT_REMINDERS_HOOK_DIR"] = str(_HOOK_DIR)
+os.environ["AGENT_REMINDERS_HOOK_SERVER_IDLE"] = "60"
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_reminders import ConfigError, Session
 from agent_reminders.cli import app
-from agent_reminders.integrations import _agent_hook, claude_code
+from agent_reminders.integrations import _agent_hook
 from agent_reminders.integrations.claude_code import (
     HOOK_EVENTS,
     HookReply,

@@ -457,6 +457,18 @@ class BridgeClient:
         result = await self.request("session/remind", params)
         return str(result["reminderId"])
 
+    async def remind_project(
+        self, body: str, *, mode: str | None = None, **fields: Any
+    ) -> tuple[str, list[str]]:
+        """``session/remind`` with ``"project": true`` → the reminder's id and the sessions it
+        was queued in now; it also stands for every session that starts later (see
+        :mod:`agent_reminders.project_reminders`). ``fields`` as for :meth:`remind`."""
+        params: dict[str, Any] = {"reminder": {"body": body, **fields}, "project": True}
+        if mode is not None:
+            params["mode"] = mode
+        result = await self.request("session/remind", params)
+        return str(result["reminderId"]), [str(s) for s in result["sessionIds"]]
+
     async def inject(
         self,
         content: str | Sequence[Mapping[str, Any]],
@@ -495,6 +507,18 @@ class BridgeClient:
             params["sessionId"] = session_id
         result = await self.request("session/revoke_reminder", params)
         return str(result["status"])
+
+    async def revoke_project(self, reminder_id: str) -> list[str]:
+        """``session/revoke_reminder`` with ``"project": true``: the standing project
+        reminder is revoked, and in every session where it still waits; returns those
+        sessions' ids.
+
+        Raises:
+            RpcError: ``-32602`` with ``data["reason"]`` ``unknown_reminder_id``.
+        """
+        params = {"reminderId": reminder_id, "project": True}
+        result = await self.request("session/revoke_reminder", params)
+        return [str(s) for s in result["sessionIds"]]
 
     # -- reading and routing ---------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import project_reminders as project
 from .._core.errors import (
     ReminderError,
     ReminderOptionError,
@@ -22,6 +23,7 @@ from .._core.errors import (
 )
 from .._core.fields import check_id
 from .._core.queue_rules import check_revoke_id
+from ..project_reminders import is_project_session
 from ..queue import QueueItem
 from .connection import Connection
 from .errors import invalid_params
@@ -37,7 +39,7 @@ REMINDER_METHODS: tuple[str, ...] = (
     "session/pending_injections",
     "session/revoke_reminder",
 )
-_ENVELOPE_KEYS = frozenset({"sessionId", "mode", "reminder"})
+_ENVELOPE_KEYS = frozenset({"sessionId", "mode", "reminder", "project"})
 
 
 def _params(params: object) -> Mapping[str, Any]:
@@ -50,9 +52,12 @@ def session_id_param(params: Mapping[str, Any]) -> str:
     """``params["sessionId"]``: a non-blank string of valid Unicode, at most
     ``MAX_ID_BYTES`` bytes (``-32602`` otherwise, before any store is asked)."""
     try:
-        return check_id(params.get("sessionId"), "sessionId")
+        sid = check_id(params.get("sessionId"), "sessionId")
     except ReminderError as exc:
         raise invalid_params(exc.message) from None
+    if is_project_session(sid):
+        raise invalid_params(f"sessionId {sid!r} is reserved for the project's standing reminders")
+    return sid
 
 
 async def resolve_session_id(
@@ -65,7 +70,7 @@ async def resolve_session_id(
         # at the token's own list of sessions), however many sessions it holds
         scope = connection.scope
         among = None if scope is None or scope.admin else scope.sessions
-        found = await bridge.store.session_ids(limit=2, among=among)
+        found = await project.session_ids(bridge.store, limit=2, among=among)
         if len(found) != 1:
             many = "several sessions exist" if found else "no session exists"
             raise invalid_params(
@@ -94,7 +99,35 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
     else:
         reminder = {k: v for k, v in p.items() if k not in _ENVELOPE_KEYS}
     item = bridge.validator(connection.grant).reminder_item(reminder, mode=p.get("mode"))
+    if _for_project(p, connection):
+        reached = await project.remind_project(
+            bridge.store, item, max_pending=bridge.settings.max_pending
+        )
+        for sid in reached:
+            live = bridge.live.get(sid)
+            if live is not None:
+                live.offer(item)
+        return {"reminderId": item.id, "sessionIds": reached}
     return {"reminderId": await _queue(bridge, p, connection, item)}
+
+
+def _for_project(p: Mapping[str, Any], connection: Connection) -> bool:
+    """Whether a request is for the whole project (``"project": true``): then it names no
+    session, and its caller sees every session (no token, or an admin one)."""
+    given = p.get("project", False)
+    if type(given) is not bool:
+        raise invalid_params(f"project must be true or false; got {given!r}")
+    if not given:
+        return False
+    if "sessionId" in p:
+        raise invalid_params("give sessionId or project: true, not both")
+    scope = connection.scope
+    if scope is not None and not scope.admin:
+        raise invalid_params(
+            "a project reminder reaches every session: it needs a token that sees them all",
+            reason="project_needs_admin",
+        )
+    return True
 
 
 async def inject(bridge: Bridge, params: object, connection: Connection) -> dict[str, Any]:
@@ -142,6 +175,14 @@ async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict
     """``session/revoke_reminder`` → ``{reminderId, status}``."""
     p = _params(params)
     rid = check_id(check_revoke_id(p.get("reminderId")), "reminderId")
+    if _for_project(p, connection):
+        sessions = await project.revoke_project(bridge.store, rid)
+        for sid in sessions:
+            live = bridge.live.get(sid)
+            if live is not None and live.queue is not None:
+                with contextlib.suppress(UnknownReminderIdError):
+                    live.queue.revoke(rid)
+        return {"reminderId": rid, "status": "revoked", "sessionIds": sessions}
     session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from .. import project_reminders
 from .common import emit_json, fail, handle_errors, is_terminal, safe_text, state
 from .serve import DEFAULT_STORE
 
@@ -66,6 +67,13 @@ SessionOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+ProjectOption = Annotated[
+    bool,
+    typer.Option(
+        "--project",
+        help="Every session of the store, now and those that start later (any coding agent).",
+    ),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +83,21 @@ class _Target:
     url: str | None
     store: str
     session: str
+    project: bool = False
 
     @property
     def where(self) -> str:
         return f"on the bridge at {self.url}" if self.url else f"in store {self.store}"
 
 
-def _target(url: str | None, store: str | None, session: str) -> _Target:
+def _target(url: str | None, store: str | None, session: str, project: bool = False) -> _Target:
     if url is not None and store is not None:
         raise fail("give --url (a running bridge) or --store (a store file), not both", 2)
     if not session.strip():
         raise fail("--session must be a session id or 'latest'", 2)
-    return _Target(url=url, store=store or DEFAULT_STORE, session=session)
+    if project and session != LATEST:
+        raise fail("give --session (one session) or --project (every session), not both", 2)
+    return _Target(url=url, store=store or DEFAULT_STORE, session=session, project=project)
 
 
 def _session_line(target: _Target, exc: RpcError) -> str | None:
@@ -142,10 +153,19 @@ async def _call(target: _Target, call: Callable[[BridgeClient, str | None], Awai
             # the bridge has no "latest session" method: leaving sessionId out asks for its
             # only session (the one the caller can see; several or none is an error)
             return await call(client, None if target.session == LATEST else target.session)
+    if target.project:  # every session, and those to come: a project with none yet is fine
+        from ..storage import folder_options, open_store
+
+        options = folder_options(target.store, DEFAULT_STORE)
+        async with (
+            await open_store(target.store, **options) as store,
+            BridgeClient.in_process(Bridge(store)) as client,
+        ):
+            return await call(client, None)
     async with await open_existing(target.store) as store:
         session_id = target.session
         if session_id == LATEST:
-            latest = await store.latest_session()
+            latest = await project_reminders.latest_session(store)
             if latest is None:
                 raise fail(
                     f"no session {target.where} yet: --session latest needs one (start one "
@@ -228,14 +248,17 @@ def remind(
     ] = None,
     url: UrlOption = None,
     store: StoreOption = None,
+    project: ProjectOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Queue a reminder for a session and print its id (validated as session/remind is).
 
     BODY '-' reads the text from stdin (for CI jobs and file watchers); the line breaks at its
-    end are dropped.
+    end are dropped. --project queues it in every session of the store and keeps it for every
+    session that starts later, whatever coding agent runs it, each once (revoke --project ID
+    ends that).
     """
-    target = _target(url, store, session)
+    target = _target(url, store, session, project)
     if body == "-":
         body = _stdin_body()
     given = {
@@ -248,14 +271,25 @@ def remind(
     }
     fields = {key: value for key, value in given.items() if value is not None}
 
-    async def call(client: BridgeClient, session_id: str | None) -> str:
-        return await client.remind(body, session_id=session_id, mode=mode, **fields)
+    async def call(client: BridgeClient, session_id: str | None) -> tuple[str, list[str] | None]:
+        if target.project:
+            return await client.remind_project(body, mode=mode, **fields)
+        return await client.remind(body, session_id=session_id, mode=mode, **fields), None
 
-    reminder_id = _run(target, call)
+    reminder_id, reached = _run(target, call)
     if as_json:
-        emit_json({"reminderId": reminder_id})
-    else:
-        typer.echo(reminder_id)
+        emit_json(
+            {"reminderId": reminder_id}
+            if reached is None
+            else {"reminderId": reminder_id, "sessionIds": reached}
+        )
+        return
+    typer.echo(reminder_id)
+    if reached is not None:  # a note for a person: piped output stays the id alone
+        typer.echo(
+            f"queued in {len(reached)} session(s); every session that starts later gets it too",
+            err=True,
+        )
 
 
 def _stdin_body() -> str:
@@ -334,16 +368,27 @@ def revoke(
     session: SessionOption = LATEST,
     url: UrlOption = None,
     store: StoreOption = None,
+    project: Annotated[
+        bool,
+        typer.Option(
+            "--project", help="A project reminder: no longer standing, and revoked where it waits."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Revoke a queued reminder: prints revoked (or already_revoked)."""
-    target = _target(url, store, session)
+    target = _target(url, store, session, project)
 
-    async def call(client: BridgeClient, session_id: str | None) -> str:
-        return await client.revoke(reminder_id, session_id=session_id)
+    async def call(client: BridgeClient, session_id: str | None) -> tuple[str, list[str] | None]:
+        if target.project:
+            return "revoked", await client.revoke_project(reminder_id)
+        return await client.revoke(reminder_id, session_id=session_id), None
 
-    status = _run(target, call)
+    status, sessions = _run(target, call)
     if as_json:
-        emit_json({"reminderId": reminder_id, "status": status})
+        said: dict[str, Any] = {"reminderId": reminder_id, "status": status}
+        if sessions is not None:
+            said["sessionIds"] = sessions
+        emit_json(said)
     else:
         typer.echo(status)

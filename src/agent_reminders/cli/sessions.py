@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..project_reminders import is_project_session
 from .common import emit_json, fail, handle_errors, is_terminal, safe_text
 from .remind import JsonOption, StoreOption, open_existing
 from .serve import DEFAULT_STORE
 
 if TYPE_CHECKING:
-    from ..storage import SessionInfo
+    from ..storage import SessionInfo, Store
 
 __all__ = ["sessions_app"]
 
@@ -31,6 +32,7 @@ class _Row:
 
     info: SessionInfo
     pending: int
+    agent: str
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +42,7 @@ class _Row:
             "turn": self.info.turn,
             "messageCount": self.info.message_count,
             "pendingCount": self.pending,
+            "agent": self.agent or None,
         }
 
 
@@ -54,9 +57,23 @@ def _local(seconds: float) -> str:
 async def _rows(store: str) -> list[_Row]:
     async with await open_existing(store) as opened:
         return [
-            _Row(info=info, pending=len(await opened.pending(info.session_id)))
+            _Row(
+                info=info,
+                pending=len(await opened.pending(info.session_id)),
+                agent=await _agent(opened, info.session_id),
+            )
             for info in await opened.list_sessions()
+            if not is_project_session(info.session_id)
         ]
+
+
+async def _agent(store: Store, session_id: str) -> str:
+    """The coding agent whose hook made the session (its agent id: ``codex`` …), or ``""``
+    for a session of the library's own (whose agent id is its session id)."""
+    state = await store.load_session(session_id)
+    if state is None or state.agent_id == session_id:
+        return ""
+    return state.agent_id
 
 
 async def _new(store: str) -> str:
@@ -72,11 +89,12 @@ async def _new(store: str) -> str:
 @sessions_app.callback()
 @handle_errors
 def sessions(ctx: typer.Context, store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """List the store's sessions (id, last activity, pending count); sessions new adds one.
+    """List the store's sessions (id, last activity, pending, agent); sessions new adds one.
 
     Most recent activity first. Piped, one tab-separated line per session (id, last activity
-    in UTC, pending count); a table on a terminal; --json for a machine. A store that does
-    not exist is not created: sessions new creates it.
+    in UTC, pending count, the coding agent whose hook made it or nothing); a table on a
+    terminal; --json for a machine. A store that does not exist is not created: sessions new
+    creates it.
     """
     if ctx.invoked_subcommand is not None:
         # `sessions --store X new` means the same as `sessions new --store X`
@@ -95,7 +113,7 @@ def sessions(ctx: typer.Context, store: StoreOption = None, as_json: JsonOption 
         return
     if not terminal:
         for row in rows:
-            cells = (row.info.session_id, _iso(row.info.updated_at), str(row.pending))
+            cells = (row.info.session_id, _iso(row.info.updated_at), str(row.pending), row.agent)
             typer.echo("\t".join(safe_text(c) for c in cells))
         return
     from rich.console import Console
@@ -108,8 +126,10 @@ def sessions(ctx: typer.Context, store: StoreOption = None, as_json: JsonOption 
     table.add_column("session", no_wrap=True, min_width=width)
     table.add_column("last activity", no_wrap=True)
     table.add_column("pending", justify="right")
+    table.add_column("agent", no_wrap=True)
     for row in rows:
-        cells = (safe_text(row.info.session_id), _local(row.info.updated_at), str(row.pending))
+        info = row.info
+        cells = (safe_text(info.session_id), _local(info.updated_at), str(row.pending), row.agent)
         table.add_row(*(Text(c) for c in cells))
     Console().print(table)
 

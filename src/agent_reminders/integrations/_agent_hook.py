@@ -162,15 +162,23 @@ def tool_call(hook_input: Mapping[str, Any], event: str, name_key: str = "tool_n
     )
 
 
-def project_dir(agent: AgentHooks, hook_input: Mapping[str, Any], env: Mapping[str, str]) -> Path:
+def project_dir(
+    agent: AgentHooks,
+    hook_input: Mapping[str, Any],
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+) -> Path:
     """The project folder: the first of ``agent.project_env`` set, else what the input names
-    (``agent.project_of``), else the input's ``cwd``, else the current directory."""
+    (``agent.project_of``), else the input's ``cwd``, else ``cwd`` (default: the current
+    directory)."""
     for name in agent.project_env:
         if env.get(name):
             return Path(env[name])
     given = agent.project_of(hook_input) if agent.project_of is not None else None
     given = given or hook_input.get("cwd")
-    return Path(given) if isinstance(given, str) and given else Path.cwd()
+    if isinstance(given, str) and given:
+        return Path(given)
+    return Path.cwd() if cwd is None else cwd
 
 
 def session_config(project: Path) -> dict[str, Any]:
@@ -372,9 +380,11 @@ def run_command(
     store_url: str | None,
     style: str,
     env: Mapping[str, str],
+    cwd: Path | None = None,
 ) -> str:
     """One run of ``hook <agent>``: read the input, answer it on its stored session; what
-    to print (``agent.write``)."""
+    to print (``agent.write``). ``env`` and ``cwd`` are the run's (a hook server answers
+    runs of other processes)."""
     from . import _hook_store
 
     checked = check_style(style)
@@ -383,14 +393,22 @@ def run_command(
     event = agent.read(hook_input)
     if event.action == "none":
         return agent.write(event.name, "")
-    project = project_dir(agent, hook_input, env)
+    project = project_dir(agent, hook_input, env, cwd)
     with _hook_store.opened(store_url, project) as store:
         text = answer(agent, store, event, project, checked, _hook_store.standing(store))
     return agent.write(event.name, text)
 
 
-def hook_main(agent: AgentHooks, argv: Sequence[str], stdin: TextIO | None = None) -> int:
+def hook_main(
+    agent: AgentHooks,
+    argv: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
     """``agent-reminders hook <agent> [--store URL] [--style S]``; returns the exit code.
+    ``env`` and ``cwd`` default to this process's.
 
     Any failure prints one line on stderr and returns 1 — every agent's non-blocking error
     (the agent shows it and goes on); never 2, which would block the user's prompt or tool
@@ -407,7 +425,8 @@ def hook_main(agent: AgentHooks, argv: Sequence[str], stdin: TextIO | None = Non
             hook_input = json.loads(source.read())
         except json.JSONDecodeError as exc:
             raise HookInputError(f"hook input is not JSON: {exc}") from None
-        out = run_command(agent, hook_input, store_url=store, style=style, env=os.environ)
+        given = os.environ if env is None else env
+        out = run_command(agent, hook_input, store_url=store, style=style, env=given, cwd=cwd)
     except Exception as exc:  # the process boundary: one line, exit 1, nothing on stdout
         if debug:
             raise

@@ -87,7 +87,7 @@ def opened(store_url: str | None, project: Path) -> Iterator[SessionStore]:
 def standing(store: SessionStore) -> Callable[[Session], None]:
     """What a session this run creates starts with: the project's standing reminders
     (``remind --project``), queued for its first delivery."""
-    from ..project import PROJECT_SESSION
+    from ..project_reminders import PROJECT_SESSION
 
     def fresh(session: Session) -> None:
         registry = store.load_session(PROJECT_SESSION)

@@ -332,14 +332,20 @@ async def run_hook(
     return HookResult(stdout=await anyio.to_thread.run_sync(run), saved=True)
 
 
-def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
+def hook_main(
+    argv: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
     """``agent-reminders hook claude-code [--store URL] [--style S]``; returns the exit code.
 
     Any failure prints one line on stderr and returns 1 (Claude Code shows it and goes on);
     never 2, which would block the user's prompt or tool call. ``--debug`` lets the
     exception through instead.
     """
-    return _agent_hook.hook_main(AGENT, argv, stdin)
+    return _agent_hook.hook_main(AGENT, argv, stdin, env=env, cwd=cwd)
 
 
 # -- hook install / uninstall --------------------------------------------------------------

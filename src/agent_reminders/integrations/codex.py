@@ -25,7 +25,8 @@ prompt — and leaves the store as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from .._core.request import ToolResult
@@ -102,6 +103,12 @@ AGENT = AgentHooks(
 SETTINGS = SettingsFile(agent="codex", events=HOOK_EVENTS, format="toml", extra=(("timeout", 30),))
 
 
-def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
+def hook_main(
+    argv: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
     """``agent-reminders hook codex [--store URL] [--style S]``; returns the exit code."""
-    return _agent_hook.hook_main(AGENT, argv, stdin)
+    return _agent_hook.hook_main(AGENT, argv, stdin, env=env, cwd=cwd)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from .._core.request import ToolResult
@@ -129,6 +130,12 @@ SETTINGS = SettingsFile(
 )
 
 
-def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
+def hook_main(
+    argv: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
     """``agent-reminders hook cursor [--store URL] [--style S]``; returns the exit code."""
-    return _agent_hook.hook_main(AGENT, argv, stdin)
+    return _agent_hook.hook_main(AGENT, argv, stdin, env=env, cwd=cwd)

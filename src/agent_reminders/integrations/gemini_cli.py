@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from .._core.request import ToolResult
@@ -110,6 +111,12 @@ AGENT = AgentHooks(
 SETTINGS = SettingsFile(agent="gemini-cli", events=HOOK_EVENTS, extra=(("timeout", 30000),))
 
 
-def hook_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
+def hook_main(
+    argv: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
     """``agent-reminders hook gemini-cli [--store URL] [--style S]``; returns the exit code."""
-    return _agent_hook.hook_main(AGENT, argv, stdin)
+    return _agent_hook.hook_main(AGENT, argv, stdin, env=env, cwd=cwd)

@@ -15,15 +15,23 @@ The standing reminders live in the store itself, in the queue of a reserved sess
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ._core.errors import QueueError, ReminderError
+from ._core.errors import QueueError, ReminderError, UnknownReminderIdError
 
 if TYPE_CHECKING:
     from .queue import QueueItem
     from .storage import Store
 
-__all__ = ["PROJECT_SESSION", "is_project_session", "remind_project", "revoke_project"]
+__all__ = [
+    "PROJECT_SESSION",
+    "is_project_session",
+    "latest_session",
+    "remind_project",
+    "revoke_project",
+    "session_ids",
+]
 
 PROJECT_SESSION = "~project"
 
@@ -73,6 +81,8 @@ async def revoke_project(store: Store, reminder_id: str) -> list[str]:
     Raises:
         QueueError: ``unknown_reminder_id`` when the project has no such reminder.
     """
+    if await store.load_session(PROJECT_SESSION) is None:
+        raise UnknownReminderIdError(f"the project has no standing reminder {reminder_id!r}")
     await store.revoke(PROJECT_SESSION, reminder_id)
     revoked = []
     for info in await store.list_sessions():
@@ -86,3 +96,20 @@ async def revoke_project(store: Store, reminder_id: str) -> list[str]:
         if status == "revoked":
             revoked.append(sid)
     return revoked
+
+
+async def latest_session(store: Store) -> str | None:
+    """The store's most recently active session other than the reserved one, or ``None``."""
+    latest = await store.latest_session()
+    if latest is None or not is_project_session(latest):
+        return latest
+    for info in await store.list_sessions():
+        if not is_project_session(info.session_id):
+            return info.session_id
+    return None
+
+
+async def session_ids(store: Store, *, limit: int, among: Iterable[str] | None) -> list[str]:
+    """``store.session_ids`` without the reserved session: up to ``limit`` ids."""
+    found = await store.session_ids(limit=limit + 1, among=among)
+    return [sid for sid in found if not is_project_session(sid)][:limit]
