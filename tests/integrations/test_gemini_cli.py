@@ -15,7 +15,9 @@ routing request is made. The project folder is trusted the way the trust dialog 
 (``~/.gemini/trustedFolders.json``); in a trusted folder Gemini runs the project's hooks
 non-interactively — a new project hook only draws a warning on stderr and is fingerprinted
 into ``~/.gemini/trusted_hooks.json`` — so the hooks are installed with ``hook install
-gemini-cli --scope project``. ``--yolo`` lets the shell tool run without a prompt.
+gemini-cli --scope project``. ``--yolo`` lets the shell tool run without a prompt. The
+hook runs start the library's resident hook server, as they do in real use; it gets a folder of
+its own (``AGENT_REMINDERS_HOOK_DIR``) and is let go when the session is over.
 
 One session is driven the way a person would: ``gemini -p hello --session-id S``; a reminder
 pushed with ``agent-reminders remind --session latest``; ``gemini -p "run the tests" --resume
@@ -72,6 +74,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import uuid
@@ -275,6 +278,9 @@ class GeminiSession:
             "GOOGLE_GEMINI_BASE_URL": server.url,
             "GEMINI_API_KEY": "x",
             "NO_COLOR": "1",
+            # the resident hook server the hook runs start: this session's own
+            "AGENT_REMINDERS_HOOK_DIR": str(root / "hook-server"),
+            "AGENT_REMINDERS_HOOK_SERVER_IDLE": "60",
         }
         self.store = f"sqlite:{self.project / '.agent-reminders' / 'state.db'}"
         self.session_id = str(uuid.uuid4())
@@ -328,6 +334,17 @@ class GeminiSession:
         self.runs.append(run)
         return run
 
+    def close(self) -> None:
+        """Let the resident hook server go (the first hook run started it, as in real use):
+        it steps aside when its socket is taken away, at its next connection."""
+        for path in Path(self.env["AGENT_REMINDERS_HOOK_DIR"]).glob("*.sock"):
+            with socket.socket(socket.AF_UNIX) as client:
+                try:
+                    client.connect(str(path))
+                except OSError:
+                    continue
+                path.unlink()
+
     def hook_inputs(self) -> list[dict[str, Any]]:
         """Every hook input Gemini sent, in order."""
         files = sorted(self.inputs.iterdir(), key=lambda p: int(p.stem))
@@ -357,14 +374,17 @@ class Scenario:
 def scenario(gemini: list[str], tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     with FakeGemini(answer) as server:
         session = GeminiSession(gemini, tmp_path_factory.mktemp("gemini-cli"), server)
-        installed = session.cli("hook", "install", "gemini-cli", "--scope", "project")
-        session.prompt(RUNS[0])
-        remind = ("remind", "--store", session.store, "--session", "latest")
-        pushed_id = session.cli(*remind, PUSHED)
-        pending = ("pending", "--store", session.store, "--session", session.session_id)
-        queued = json.loads(session.cli(*pending, "--json"))
-        for prompt in RUNS[1:]:
-            session.prompt(prompt)
+        try:
+            installed = session.cli("hook", "install", "gemini-cli", "--scope", "project")
+            session.prompt(RUNS[0])
+            remind = ("remind", "--store", session.store, "--session", "latest")
+            pushed_id = session.cli(*remind, PUSHED)
+            pending = ("pending", "--store", session.store, "--session", session.session_id)
+            queued = json.loads(session.cli(*pending, "--json"))
+            for prompt in RUNS[1:]:
+                session.prompt(prompt)
+        finally:
+            session.close()
     runs, hook_inputs = session.runs, session.hook_inputs()
     capture = os.environ.get("AGENT_REMINDERS_GEMINI_CLI_CAPTURE")
     if capture:  # what the model was sent, and what the hooks were given
@@ -558,11 +578,14 @@ PRESERVED = "Never edit the generated files under gen/."
 def preserved(gemini: list[str], tmp_path_factory: pytest.TempPathFactory) -> list[Run]:
     with FakeGemini(answer) as server:
         session = GeminiSession(gemini, tmp_path_factory.mktemp("gemini-cli-preserved"), server)
-        session.cli("hook", "install", "gemini-cli", "--scope", "project")
-        session.prompt("hello")
-        remind = ("remind", "--store", session.store, "--session", session.session_id)
-        session.cli(*remind, "--preserve-on-compact", PRESERVED)
-        session.prompt("run the tests")
+        try:
+            session.cli("hook", "install", "gemini-cli", "--scope", "project")
+            session.prompt("hello")
+            remind = ("remind", "--store", session.store, "--session", session.session_id)
+            session.cli(*remind, "--preserve-on-compact", PRESERVED)
+            session.prompt("run the tests")
+        finally:
+            session.close()
     return session.runs
 
 
