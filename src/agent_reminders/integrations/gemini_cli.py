@@ -4,21 +4,24 @@
 ``agent-reminders hook gemini-cli`` is a Gemini CLI command hook. Gemini sends one JSON object
 on stdin (``session_id``, ``hook_event_name``, ``cwd``, ``transcript_path``, ``timestamp`` and
 the event's own fields) and reads exactly one JSON object back; context goes in
-``hookSpecificOutput.additionalContext``. Events:
+``hookSpecificOutput.additionalContext``. Two events carry the library's work:
 
-- ``SessionStart`` (``source`` ``startup`` / ``resume`` / ``clear``): ``session_start`` —
-  Gemini puts the context at the head of the conversation.
-- ``BeforeAgent``: the queue is drained; Gemini adds the context to this prompt.
+- ``BeforeAgent`` (before each prompt): at a session's first, the session start's work (facts,
+  workspace anchor); then the queue is drained. Gemini stores the context as a part of the
+  prompt's message and sends it again in every later request, after a resume too.
 - ``AfterTool``: ``post_tool_use`` with a ``run_shell_command``'s command and output (its
-  exit code read from the tool's ``[Exit Code: N]`` line), then the queue; Gemini appends
-  the context to the tool's result.
-- ``PreCompress``: Gemini takes no instruction for its summarizer and has no event after
-  compression, so the library session is compacted here and the next delivery states the
-  preserved reminders again.
+  exit code read from the tool's ``Exit Code: N`` line), then the queue; Gemini appends the
+  context to the tool's result.
 
-Read from Gemini CLI 0.56 to 0.61 (``packages/core/src/hooks``). An error exits 1 with one line
-on stderr — Gemini's only non-blocking error code; 2 (and with plain output any other code)
-blocks — and leaves the store as it was. With nothing to add the hook prints ``{}``.
+Not the others, as the real Gemini CLI 0.61 shows: a ``SessionStart`` context is glued in
+front of the first prompt and dropped with that prompt on the next ``--resume``;
+``PreCompress`` fires before every model turn, whether or not a compression follows, and
+takes no context; no event follows a compression. Those events are answered with ``{}``.
+
+Read from Gemini CLI 0.56 to 0.61 (``packages/core/src/hooks``) and tested against 0.61.0. An
+error exits 1 with one line on stderr — Gemini's only non-blocking error code; 2 (and with
+plain output any other code) blocks — and leaves the store as it was. With nothing to add the
+hook prints ``{}``.
 """
 
 from __future__ import annotations
@@ -36,15 +39,9 @@ from ._agent_settings import SettingsFile
 
 __all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS", "hook_main"]
 
-_ACTIONS: dict[str, _agent_hook.Action] = {
-    "SessionStart": "start",
-    "BeforeAgent": "prompt",
-    "AfterTool": "tool",
-    "PreCompress": "pre_compact",
-}
-_CONTEXT_EVENTS = frozenset({"SessionStart", "BeforeAgent", "AfterTool"})
+_ACTIONS: dict[str, _agent_hook.Action] = {"BeforeAgent": "prompt", "AfterTool": "tool"}
 _REQUIRED = {"BeforeAgent": "prompt", "AfterTool": "tool_response"}
-_EXIT_CODE = re.compile(r"^\[?Exit Code: (-?\d+)\]?$", re.MULTILINE)
+_EXIT_CODE = re.compile(r"^\[?Exit Code: (-?\d+)\]?$", re.MULTILINE)  # bracketed before 0.61
 HOOK_EVENTS = tuple(_ACTIONS)
 
 
@@ -90,7 +87,7 @@ def _read(hook_input: dict[str, Any]) -> HookEvent:
 
 
 def _write(event: str, text: str) -> str:
-    if not text or event not in _CONTEXT_EVENTS:
+    if not text or event not in _ACTIONS:
         return "{}"
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     return json.dumps(output, ensure_ascii=False)
@@ -101,7 +98,7 @@ AGENT = AgentHooks(
     read=_read,
     write=_write,
     project_env=("GEMINI_PROJECT_DIR",),
-    pre_compact="restate",
+    pre_compact="restate",  # never asked: no event is read as a compaction
     implicit_start=True,
     compacted=(
         "Gemini CLI compressed the earlier conversation; its summary stands in for it. The "
