@@ -8,7 +8,6 @@ operations on it, and ``SQLiteStore`` runs those on a thread of its own.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import time
@@ -25,8 +24,6 @@ from . import file as file_
 from . import sql
 from .file import Check
 from .opening import connect
-
-log = logging.getLogger("agent_reminders.storage")
 
 T = TypeVar("T")
 
@@ -137,7 +134,7 @@ class SQLiteConnection:
         kind = file_.code(exc)
         if kind in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) and self._corrupt is None:
             self._corrupt = file_.corrupt(self.path, str(exc), at_open=False)
-            log.error("%s", self._corrupt)
+            file_.log().error("%s", self._corrupt)
             # a connection that only reads: nothing this object does can change the file
             self._db = file_.close_untouched(db, Path(self.path))
             self.read_only = True
@@ -145,7 +142,7 @@ class SQLiteConnection:
             return StoreError(self._corrupt)
         said = file_.describe(self.path, exc, at_open=False)
         if kind == sqlite3.SQLITE_FULL:
-            log.error("%s", said)
+            file_.log().error("%s", said)
         return StoreError(said or f"{self.path}: {exc}")
 
     @contextmanager
