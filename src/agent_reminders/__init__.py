@@ -75,14 +75,39 @@ from ._core.request import (
     Usage,
 )
 from ._core.transcript import Transcript, reminder_event
+from ._lazy import exports
+from ._options import ReminderOptions
 from ._version import __version__
-from .capabilities import ModelCapabilities, capabilities_for, register_model_capabilities
-from .config import ReminderOptions, Workspace
-from .hooks import DispatchResult, Hooks
-from .loop import LoopResult, agent_loop
-from .providers import FireResult, ProviderContext, lint_agent_options
-from .queue import InjectionQueue, QueueItem
-from .session import SeamResult, Session, SessionState
+
+# The rest is imported when a name is first read (PEP 562): the core above is what every use
+# of the package loads (a coding agent's hook runs a fresh process per event), and its classes
+# must carry the package's name (below) before anything can see them.
+TYPE_CHECKING = False  # what type checkers take as typing.TYPE_CHECKING, without loading typing
+if TYPE_CHECKING:
+    from .capabilities import ModelCapabilities, capabilities_for, register_model_capabilities
+    from .config import Workspace
+    from .hooks import DispatchResult, Hooks
+    from .loop import LoopResult, agent_loop
+    from .providers import FireResult, ProviderContext, lint_agent_options
+    from .queue import InjectionQueue, QueueItem
+    from .session import SeamResult, Session, SessionState
+else:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".capabilities": (
+                "ModelCapabilities",
+                "capabilities_for",
+                "register_model_capabilities",
+            ),
+            ".config": ("Workspace",),
+            ".hooks": ("DispatchResult", "Hooks"),
+            ".loop": ("LoopResult", "agent_loop"),
+            ".providers": ("FireResult", "ProviderContext", "lint_agent_options"),
+            ".queue": ("InjectionQueue", "QueueItem"),
+            ".session": ("SeamResult", "Session", "SessionState"),
+        },
+    )
 
 __all__ = [
     "AgentRemindersError",
@@ -182,10 +207,12 @@ __all__ = [
 
 
 def _public_module() -> None:
-    """Classes defined in private modules (``_core``) report this package as their module,
-    so tracebacks, ``repr`` and the docs show the path users import them from."""
+    """Classes defined in private modules (``_core``, ``_options``) report this package as
+    their module, so tracebacks, ``repr`` and the docs show the path users import them from.
+    Those modules are imported above, not lazily, so that the label is set before anything
+    can see the classes."""
     for name in __all__:
-        found = globals()[name]
+        found = globals().get(name)  # a lazy name comes from a public module
         if isinstance(found, type) and found.__module__.startswith(f"{__name__}._"):
             found.__module__ = __name__
 

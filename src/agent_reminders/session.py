@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -84,6 +83,8 @@ def _nonce(value: bool | str | None) -> str | None:
     """A session's nonce from its setting: ``True`` makes one (64 random bits, hex), a string
     is kept as given (a restored session's), ``None``/``False`` means none."""
     if value is True:
+        import secrets  # here: a process that makes no nonce (a hook's) does not load it
+
         return secrets.token_hex(8)
     if value is None or value is False:
         return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import shlex
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -95,31 +94,41 @@ _PATTERN_SOURCE: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "make": ((_E, r"g?make(?:\[\d+\])?: \*\*\* .+"),),
 }
-_PATTERNS = {
-    tool: tuple((sev, re.compile(rx)) for sev, rx in rows) for tool, rows in _PATTERN_SOURCE.items()
-}
+
+
+@functools.cache
+def _patterns(tool: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """``tool``'s rows of ``_PATTERN_SOURCE``, compiled when output is first read (a hook
+    process for a prompt reads none, and the patterns of every tool cost milliseconds)."""
+    return tuple((sev, re.compile(rx)) for sev, rx in _PATTERN_SOURCE[tool])
+
+
 # npm and make run other tools, so their output is read with every tool's patterns.
 _WRAPPERS = frozenset({"npm", "make"})
 
 # Without a known command, output must carry one of these unmistakable marks to be read at all.
-_SIGNATURES = {
-    tool: re.compile(rx, re.MULTILINE)
-    for tool, rx in {
-        "pytest": r"^=+ (?:test session starts|FAILURES|ERRORS|short test summary info) =+$"
-        r"|^(?:=+ )?\d+ (?:passed|failed|errors?)\b.* in [\d.]+s\b",
-        "cargo": r"^test result: (?:ok|FAILED)\.|^error\[E\d{4}\]: |^error: could not compile "
-        r"|^\s+(?:Compiling|Checking) \S+ v\d+\.\d+",
-        "go": r"^--- (?:FAIL|PASS): \S|^(?:ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\)|\[)",
-        "tsc": r"^\S.*(?:\(\d+,\d+\):|:\d+:\d+ -) error TS\d+: |^error TS\d+: ",
-        "mypy": r"^Found \d+ errors? in \d+ files? \(checked |^Success: no issues found in "
-        r"|^\S+\.pyi?:\d+:(?:\d+:)? error: .*\[[\w-]+\]$",
-        "ruff": r"^\S+:\d+:\d+: [A-Z]{1,6}\d{2,4} |^[A-Z]{1,6}\d{2,4} .*\n\s*--> \S+:\d+:\d+$",
-        "eslint": r"^✖ \d+ problems? \(",
-        "npm": r"^> \S+ test(?:[:\-]\S*)?(?: \S+)?$|^npm (?:ERR!|error) Test failed"
-        r"|^\s*ELIFECYCLE\s+Test failed|^(?:Tests|Test Suites):\s+\d",
-        "make": r"^g?make(?:\[\d+\])?: \*\*\* ",
-    }.items()
+_SIGNATURE_SOURCE = {
+    "pytest": r"^=+ (?:test session starts|FAILURES|ERRORS|short test summary info) =+$"
+    r"|^(?:=+ )?\d+ (?:passed|failed|errors?)\b.* in [\d.]+s\b",
+    "cargo": r"^test result: (?:ok|FAILED)\.|^error\[E\d{4}\]: |^error: could not compile "
+    r"|^\s+(?:Compiling|Checking) \S+ v\d+\.\d+",
+    "go": r"^--- (?:FAIL|PASS): \S|^(?:ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\)|\[)",
+    "tsc": r"^\S.*(?:\(\d+,\d+\):|:\d+:\d+ -) error TS\d+: |^error TS\d+: ",
+    "mypy": r"^Found \d+ errors? in \d+ files? \(checked |^Success: no issues found in "
+    r"|^\S+\.pyi?:\d+:(?:\d+:)? error: .*\[[\w-]+\]$",
+    "ruff": r"^\S+:\d+:\d+: [A-Z]{1,6}\d{2,4} |^[A-Z]{1,6}\d{2,4} .*\n\s*--> \S+:\d+:\d+$",
+    "eslint": r"^✖ \d+ problems? \(",
+    "npm": r"^> \S+ test(?:[:\-]\S*)?(?: \S+)?$|^npm (?:ERR!|error) Test failed"
+    r"|^\s*ELIFECYCLE\s+Test failed|^(?:Tests|Test Suites):\s+\d",
+    "make": r"^g?make(?:\[\d+\])?: \*\*\* ",
 }
+
+
+@functools.cache
+def _signatures() -> dict[str, re.Pattern[str]]:
+    """``_SIGNATURE_SOURCE`` compiled, when output is first read (as ``_patterns``)."""
+    return {tool: re.compile(rx, re.MULTILINE) for tool, rx in _SIGNATURE_SOURCE.items()}
+
 
 # Lines that report success never count, even when a failure pattern would match them.
 _SUCCESS = re.compile(
@@ -228,6 +237,8 @@ def _shell_words(line: str) -> list[str]:
     """
     if _SHELL_SPECIAL.search(line) is None:
         return _SHELL_WORD.findall(line)
+    import shlex  # only for such a line: most commands, and most hook processes, need none
+
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True  # keep "+nightly", "test:unit", "a::b" whole
@@ -309,8 +320,8 @@ def _classify(tool: str, command: str | None) -> tuple[str | None, bool]:
 def _failure_lines(content: str, tools: tuple[str, ...], include_warnings: bool) -> list[str]:
     """Extract failure lines, in order, using the patterns of ``tools``."""
     if any(t in _WRAPPERS for t in tools):
-        tools = tuple(_PATTERNS)
-    patterns = [row for t in tools for row in _PATTERNS[t]]
+        tools = tuple(_PATTERN_SOURCE)
+    patterns = [row for t in tools for row in _patterns(t)]
     lines = _ANSI.sub("", content).splitlines()
     header = ""  # eslint prints the file once, above its rows
     out: list[str] = []
@@ -454,7 +465,7 @@ def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> l
         tools: tuple[str, ...] = (verifier,) if verifier else ()
         recognised = verifier is None and command is None
         if recognised:
-            tools = tuple(t for t, sig in _SIGNATURES.items() if sig.search(content))
+            tools = tuple(t for t, sig in _signatures().items() if sig.search(content))
         lines = _failure_lines(content, tools, warnings) if tools else []
         if lines:
             origin = f"{where()}; output recognised as {'/'.join(tools)}" if recognised else where()

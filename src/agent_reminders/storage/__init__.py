@@ -2,8 +2,10 @@
 processes — session records, the injection queue and the event log — behind one async
 ``Store`` protocol.
 
-Not imported by ``import agent_reminders`` (it loads ``sqlite3`` and ``anyio``); ``RedisStore``
-imports redis-py only when one is made (``pip install 'agent-reminders[redis]'``).
+Not imported by ``import agent_reminders``; its names are imported when first read, so
+``import agent_reminders.storage`` loads none of them (``SQLiteStore`` loads ``sqlite3`` and
+``anyio``, ``BlockingSQLite`` only ``sqlite3``); ``RedisStore`` imports redis-py only when one
+is made (``pip install 'agent-reminders[redis]'``).
 
 Example:
     >>> import anyio
@@ -19,22 +21,47 @@ Example:
     ['CI is red']
 """
 
-from .base import (
-    Lease,
-    RevokeStatus,
-    SessionExistsError,
-    SessionInfo,
-    Store,
-    StoredSessionError,
-    UnknownSessionError,
-)
-from .factory import folder_options, open_store, sqlite_path
-from .memory import MemoryData, MemoryStore
-from .redis import RedisStore
-from .sqlite import SCHEMA_VERSION, SQLiteStore, Synchronous
-from .thread import StoreThread
+from .._lazy import exports
+
+TYPE_CHECKING = False  # what type checkers take as typing.TYPE_CHECKING, without loading typing
+if TYPE_CHECKING:
+    from .base import (
+        Lease,
+        RevokeStatus,
+        SessionExistsError,
+        SessionInfo,
+        Store,
+        StoredSessionError,
+        UnknownSessionError,
+    )
+    from .factory import folder_options, open_sqlite, open_store, sqlite_path
+    from .memory import MemoryData, MemoryStore
+    from .redis import RedisStore
+    from .sqlite import SCHEMA_VERSION, BlockingSQLite, SQLiteStore, Synchronous
+    from .thread import StoreThread
+else:
+    __getattr__, __dir__ = exports(
+        __name__,
+        {
+            ".base": (
+                "Lease",
+                "RevokeStatus",
+                "SessionExistsError",
+                "SessionInfo",
+                "Store",
+                "StoredSessionError",
+                "UnknownSessionError",
+            ),
+            ".factory": ("folder_options", "open_sqlite", "open_store", "sqlite_path"),
+            ".memory": ("MemoryData", "MemoryStore"),
+            ".redis": ("RedisStore",),
+            ".sqlite": ("SCHEMA_VERSION", "BlockingSQLite", "SQLiteStore", "Synchronous"),
+            ".thread": ("StoreThread",),
+        },
+    )
 
 __all__ = [
+    "BlockingSQLite",
     "Lease",
     "MemoryData",
     "MemoryStore",
@@ -50,6 +77,7 @@ __all__ = [
     "Synchronous",
     "UnknownSessionError",
     "folder_options",
+    "open_sqlite",
     "open_store",
     "sqlite_path",
 ]

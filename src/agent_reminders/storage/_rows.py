@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -142,7 +142,7 @@ def join_state(
         "items": items,
         "revoked_ids": sorted(revoked),
     }
-    splice = f"\u0000events-{uuid.uuid4().hex}"
+    splice = f"\u0000events-{os.urandom(16).hex()}"  # a marker no stored text holds
     transcript["events"] = splice
     text = dumps(doc)
     at = text.index(dumps(splice))

@@ -1,7 +1,9 @@
-"""Opening a store from a URL: ``memory:``, ``sqlite:PATH`` (or a plain path), ``redis://…``.
+"""Opening a store from a URL: ``memory:``, ``sqlite:PATH`` (or a plain path), ``redis://…``;
+or, with no event loop, a SQLite file as a ``BlockingSQLite``.
 
 Above the backends it chooses between (each of which builds on :mod:`.base`), so none of them
-imports this module.
+imports this module. It loads a backend only when it opens one: a process that opens a
+blocking SQLite store (``open_sqlite``) loads no event loop.
 """
 
 from __future__ import annotations
@@ -9,15 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import anyio.to_thread
-
 from .._core.errors import ConfigError
 from .base import Store
-from .memory import MemoryStore
-from .redis import RedisStore
-from .sqlite import SQLiteStore
+from .sqlite.blocking import BlockingSQLite
 
-__all__ = ["folder_options", "open_store", "sqlite_path"]
+__all__ = ["folder_options", "open_sqlite", "open_store", "sqlite_path"]
 
 
 async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
@@ -44,11 +42,10 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
         >>> anyio.run(main) is None
         True
     """
-    text = os.fspath(url)
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"a store URL must be a non-blank string; got {url!r}")
-    scheme, sep, _ = text.partition(":")
-    if sep and scheme in ("redis", "rediss"):
+    text = _url_text(url)
+    if _is_redis(text):
+        from .redis import RedisStore
+
         store = RedisStore(text, **options)
         try:
             await store.ping()
@@ -57,16 +54,65 @@ async def open_store(url: str | os.PathLike[str], **options: Any) -> Store:
             raise
         return store
     if text == "memory:":
+        from .memory import MemoryStore
+
         return MemoryStore(**options)
+    path = _sqlite_file(text)
+    import anyio.to_thread
+
+    from .sqlite.store import SQLiteStore
+
+    return await anyio.to_thread.run_sync(lambda: SQLiteStore(path, **options))
+
+
+def open_sqlite(url: str | os.PathLike[str], **options: Any) -> BlockingSQLite:
+    """Open a SQLite store file from a URL, for blocking calls (no event loop): the file of
+    ``open_store``'s ``sqlite:PATH`` (``sqlite:///abs/path``, a plain path), opened and
+    migrated before this returns. ``options`` are ``SQLiteStore``'s (``synchronous``,
+    ``busy_timeout_ms``, ``clock``, ``create``, ``create_folders`` — see
+    :func:`folder_options` —, ``read_only``, ``check``) except ``poll_interval``.
+
+    Raises:
+        StoreError: ``RMD-109`` — the file cannot be opened (as ``open_store`` says it).
+        ConfigError: ``RMD-104`` — an empty URL, or one that is not a SQLite file
+            (``memory:``, ``redis://…``, an unknown scheme).
+
+    Example:
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with open_sqlite(f"sqlite:{os.path.join(tmp, 'state.db')}") as store:
+        ...         store.latest_session() is None
+        True
+    """
+    text = _url_text(url)
+    if text == "memory:" or _is_redis(text):
+        raise ConfigError(f"{text!r} is not a SQLite store file; open it with open_store")
+    return BlockingSQLite(_sqlite_file(text), **options)
+
+
+def _is_redis(url: str) -> bool:
+    scheme, sep, _ = url.partition(":")
+    return bool(sep) and scheme in ("redis", "rediss")
+
+
+def _url_text(url: str | os.PathLike[str]) -> str:
+    text = os.fspath(url)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"a store URL must be a non-blank string; got {url!r}")
+    return text
+
+
+def _sqlite_file(text: str) -> str:
+    """The SQLite file a store URL names, else ``ConfigError``."""
     path = sqlite_path(text)
     if path is None:
         raise ConfigError(
-            f"unknown store URL scheme {scheme!r} in {text!r}; use memory:, sqlite:PATH or "
-            "redis://HOST"
+            f"unknown store URL scheme {text.partition(':')[0]!r} in {text!r}; use memory:, "
+            "sqlite:PATH or redis://HOST"
         )
     if not path:
         raise ConfigError(f"{text!r}: sqlite: needs a file path (sqlite:PATH)")
-    return await anyio.to_thread.run_sync(lambda: SQLiteStore(path, **options))
+    return path
 
 
 def sqlite_path(url: str) -> str | None:
@@ -79,7 +125,7 @@ def sqlite_path(url: str) -> str | None:
         ('.agent-reminders/state.db', None)
     """
     scheme, sep, rest = url.partition(":")
-    if url == "memory:" or (sep and scheme in ("redis", "rediss")):
+    if url == "memory:" or _is_redis(url):
         return None
     if sep and scheme == "sqlite":
         return rest[2:] if rest.startswith("//") else rest

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import sqlite3
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..._core.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = [
     "CHECK_LIMIT_BYTES",
@@ -26,14 +28,13 @@ __all__ = [
     "corrupt",
     "describe",
     "full",
+    "log",
     "os_reason",
     "quick_check",
     "read_only",
     "size",
     "writable",
 ]
-
-log = logging.getLogger("agent_reminders.storage")
 
 Check = Literal["auto", "full", "off"]
 
@@ -60,6 +61,15 @@ def check_check(value: object) -> Check:
     if value == "off":
         return "off"
     raise ConfigError(f"check must be 'auto', 'full' or 'off'; got {value!r}")
+
+
+def log() -> logging.Logger:
+    """The stores' logger, ``agent_reminders.storage`` (for damage and a full disk), with
+    :mod:`logging` imported only when something is to be said: a short-lived process that
+    opens a store and meets no failure does not load it."""
+    import logging
+
+    return logging.getLogger("agent_reminders.storage")
 
 
 def writable(file: Path) -> bool:
@@ -150,7 +160,7 @@ def close_untouched(db: sqlite3.Connection, file: Path) -> sqlite3.Connection | 
     try:
         db.close()
     except sqlite3.Error:  # pragma: no cover - a close fails only on a busy statement
-        log.debug("closing the store's connection to %s failed", file, exc_info=True)
+        log().debug("closing the store's connection to %s failed", file, exc_info=True)
     return reader
 
 

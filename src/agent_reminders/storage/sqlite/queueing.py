@@ -1,4 +1,5 @@
-"""The injection queue and the leases of a ``SQLiteStore``."""
+"""The injection queue and the leases of a SQLite store, blocking (``SQLiteStore`` runs them
+on its thread)."""
 
 from __future__ import annotations
 
@@ -12,49 +13,46 @@ from ..._core.records import DeliveryMode
 from ...queue import QueueItem
 from .. import _lease_rules, _queue_rules, _rows
 from ..base import Lease, RevokeStatus, UnknownSessionError
-from ..thread import Call
 from . import sql
 from .connection import SQLiteConnection
 
 
 class SQLiteQueue(SQLiteConnection):
-    """``enqueue``, ``pending``, ``drain``, ``revoke``, ``wait_for_items`` and the leases
-    (``claim``, ``renew``, ``release``, ``lease``) of ``SQLiteStore``, each one transaction."""
+    """``enqueue``, ``pending``, ``drain``, ``revoke``, ``has_pending`` and the leases
+    (``claim``, ``renew``, ``release``, ``lease``), each one transaction, with the results
+    and errors of the ``Store`` methods of the same names."""
 
-    poll_interval: float
-    _pending: sql.PendingCounts
+    def enqueue(self, session_id: str, item: QueueItem, *, max_pending: int | None = None) -> str:
+        """Queue a validated item; committed to the file before this returns."""
+        job = self.enqueue_job(session_id, item, max_pending=max_pending)
+        (error,) = self.enqueue_many([job])
+        if error is not None:
+            raise error
+        return job.row.id
 
-    async def enqueue(
-        self, session_id: str, item: QueueItem, *, max_pending: int | None = None
-    ) -> str:
-        """Queue a validated item; committed to the file before this returns.
-
-        Concurrent calls from one event loop share a transaction (group commit): each waits
-        for the commit that holds its own row, and a refused item (unknown session, id
-        already used, queue full) fails only its own call.
-        """
+    @staticmethod
+    def enqueue_job(
+        session_id: str, item: QueueItem, *, max_pending: int | None = None
+    ) -> sql.Enqueue:
+        """The arguments of one ``enqueue``, checked, for :meth:`enqueue_many`."""
         sid = _rows.check_session_id(session_id)
-        row = _rows.item_row(item)
-        await self._thread.run_grouped(
-            self._enqueue_group, sql.Enqueue(sid, row, _queue_rules.check_max_pending(max_pending))
-        )
-        self._waiters.notify(sid)
-        return row.id
+        return sql.Enqueue(sid, _rows.item_row(item), _queue_rules.check_max_pending(max_pending))
 
-    def _enqueue_group(self, calls: Sequence[Call[Any]]) -> None:
-        self._on_db(lambda db: self._enqueue_all(db, calls))
+    def enqueue_many(self, jobs: Sequence[sql.Enqueue]) -> list[AgentRemindersError | None]:
+        """Insert the rows of ``jobs`` in one transaction (a group commit); for each job,
+        ``None`` when it was queued or the error that refused it alone (unknown session, id
+        already used, queue full). An error raised here fails them all.
 
-    def _enqueue_all(self, db: sqlite3.Connection, calls: Sequence[Call[Any]]) -> None:
-        """Insert the rows of ``calls`` (each call's ``arg`` an ``sql.Enqueue``) in one
-        transaction.
+        A group costs a handful of statements whatever its size — the counter and the file's
+        version, the checks, the inserts (one statement per ``sql.CHUNK`` rows), the counter's
+        new value — because each statement gives up the GIL and must win it back from the
+        event loop; and one row and one index entry per item, the pages a commit writes."""
+        return self.run(lambda db: self._enqueue_all(db, jobs))
 
-        A refused row (unknown session, id already used, queue full) is left out and fails
-        only its own call. A group costs a handful of statements whatever its size — the
-        counter and the file's version, the checks, the inserts (one statement per
-        ``sql.CHUNK`` rows), the counter's new value — because each statement gives up the GIL
-        and must win it back from the event loop; and one row and one index entry per item,
-        the pages a commit writes."""
-        jobs: list[sql.Enqueue] = [call.arg for call in calls]
+    def _enqueue_all(
+        self, db: sqlite3.Connection, jobs: Sequence[sql.Enqueue]
+    ) -> list[AgentRemindersError | None]:
+        errors: list[AgentRemindersError | None] = [None] * len(jobs)
         with self._transaction(db):
             last, version = db.execute(sql.ACTIVITY_AND_VERSION).fetchone()
             counts = self._pending.take(db, version)
@@ -63,10 +61,10 @@ class SQLiteQueue(SQLiteConnection):
             counts.update(sql.pending_counts(db, sorted(limited)))
             accepted: list[sql.Enqueue] = []
             seen: set[tuple[str, str]] = set()
-            for job, call in zip(jobs, calls, strict=True):
+            for at, job in enumerate(jobs):
                 sid, key = job.session_id, (job.session_id, job.row.id)
                 if refused.get(key):
-                    call.error = UnknownSessionError(sid)
+                    errors[at] = UnknownSessionError(sid)
                     continue
                 # a refused id is used (pending or settled: the push rule needs no more)
                 used = key in refused or key in seen
@@ -74,7 +72,7 @@ class SQLiteQueue(SQLiteConnection):
                     status: ItemStatus = "pending" if used else "unknown"
                     _queue_rules.push_allowed(job.row.id, status, counts.get(sid, 0), job.limit)
                 except AgentRemindersError as exc:
-                    call.error = exc.with_traceback(None)  # raised to its caller later
+                    errors[at] = exc.with_traceback(None)  # raised to its caller later
                     continue
                 seen.add(key)
                 accepted.append(job)
@@ -86,8 +84,9 @@ class SQLiteQueue(SQLiteConnection):
                 sql.queue_pending(db, entries, last + 1, self.clock(), skip=False)
                 db.execute("UPDATE activity SET last = ?", (last + len(accepted),))
         self._pending.keep(db, version)
+        return errors
 
-    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+    def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The pending rows ``session/pending_injections`` reports, FIFO."""
         sid = _rows.check_session_id(session_id)
 
@@ -96,9 +95,9 @@ class SQLiteQueue(SQLiteConnection):
                 self._exists(db, sid)
                 return [self._item(r) for r in sql.pending_rows(db, sid)]
 
-        return _queue_rules.pending_rows(await self._call(run))
+        return _queue_rules.pending_rows(self.run(run))
 
-    async def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
+    def drain(self, session_id: str, modes: Iterable[DeliveryMode | str]) -> list[QueueItem]:
         """Take the pending items of ``modes`` and mark them delivered, in one transaction."""
         sid = _rows.check_session_id(session_id)
         wanted = sorted(m.value for m in _queue_rules.check_modes(modes))
@@ -121,9 +120,9 @@ class SQLiteQueue(SQLiteConnection):
                     self._touch(db, sid)
                 return items
 
-        return await self._call(run)
+        return self.run(run)
 
-    async def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
+    def revoke(self, session_id: str, reminder_id: str) -> RevokeStatus:
         """Revoke a queued reminder (see ``Store``)."""
         sid = _rows.check_session_id(session_id)
 
@@ -139,22 +138,17 @@ class SQLiteQueue(SQLiteConnection):
                     self._touch(db, sid)
                 return status
 
-        return await self._call(run)
+        return self.run(run)
 
-    async def wait_for_items(
+    def has_pending(
         self,
         session_id: str,
-        timeout: float,
         *,
         modes: Iterable[DeliveryMode | str] | None = None,
         ignore: Container[str] = (),
     ) -> bool:
-        """Wait until something (of ``modes``, not in ``ignore``) is pending, at most
-        ``timeout`` seconds.
-
-        Woken at once by an ``enqueue`` through this store object; items queued by other
-        objects or processes are seen within ``poll_interval``.
-        """
+        """Whether something (of ``modes``, not in ``ignore``) is pending for the session:
+        the look of ``wait_for_items``."""
         sid = _rows.check_session_id(session_id)
         wanted = None if modes is None else sorted(m.value for m in _queue_rules.check_modes(modes))
 
@@ -167,14 +161,11 @@ class SQLiteQueue(SQLiteConnection):
                 args += wanted
             return any(row[0] not in ignore for row in db.execute(sql, args))
 
-        async def check() -> bool:
-            return await self._call(look)
-
-        return await self._waiters.wait(sid, timeout, check, poll=self.poll_interval)
+        return self.run(look)
 
     # -- leases -----------------------------------------------------------------------------
 
-    async def claim(
+    def claim(
         self, session_id: str, owner: str, ttl_seconds: float, *, replace: str | None = None
     ) -> str | None:
         """Claim the session for ``owner`` for ``ttl_seconds`` (taking it from ``replace``
@@ -194,9 +185,9 @@ class SQLiteQueue(SQLiteConnection):
                 db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (sid, who, now + ttl))
                 return None
 
-        return await self._call(run)
+        return self.run(run)
 
-    async def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
+    def renew(self, session_id: str, owner: str, ttl_seconds: float) -> bool:
         """Extend ``owner``'s live lease to ``ttl_seconds`` from now; ``False`` when it is not
         the holder (any more)."""
         sid = _rows.check_session_id(session_id)
@@ -213,9 +204,9 @@ class SQLiteQueue(SQLiteConnection):
                 )
                 return done.rowcount > 0
 
-        return await self._call(run)
+        return self.run(run)
 
-    async def release(self, session_id: str, owner: str) -> bool:
+    def release(self, session_id: str, owner: str) -> bool:
         """Release ``owner``'s live lease; ``False`` when it is not the holder (any more)."""
         sid = _rows.check_session_id(session_id)
         who = _lease_rules.check_owner(owner)
@@ -229,9 +220,9 @@ class SQLiteQueue(SQLiteConnection):
                 )
                 return done.rowcount > 0
 
-        return await self._call(run)
+        return self.run(run)
 
-    async def lease(self, session_id: str) -> Lease | None:
+    def lease(self, session_id: str) -> Lease | None:
         """The live lease on the session (its owner and seconds left on this store's
         ``clock``), else ``None``."""
         sid = _rows.check_session_id(session_id)
@@ -243,4 +234,4 @@ class SQLiteQueue(SQLiteConnection):
                 held = sql.live_lease(db, sid, now)
             return None if held is None else Lease(owner=held[0], expires_in=held[1] - now)
 
-        return await self._call(run)
+        return self.run(run)
