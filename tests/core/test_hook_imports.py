@@ -16,6 +16,12 @@ HOOK_PATH = [
     "agent_reminders.loop.steps",
     "agent_reminders.storage.sqlite.blocking",
     "agent_reminders.storage.factory",  # open_sqlite, folder_options, sqlite_path
+    # each agent's hook, and what a run of it in its own process opens the store with
+    "agent_reminders.integrations.claude_code",
+    "agent_reminders.integrations.codex",
+    "agent_reminders.integrations.gemini_cli",
+    "agent_reminders.integrations.cursor",
+    "agent_reminders.integrations._hook_store",
 ]
 
 NOT_ON_THE_HOOK_PATH = [

@@ -119,7 +119,7 @@ def test_the_server_uses_the_run_s_environment_and_directory(
     monkeypatch.setenv("GEMINI_PROJECT_DIR", str(project))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENT_REMINDERS_HOOK_DIR", str(folder))
-    event = {"session_id": "g1", "hook_event_name": "SessionStart", "source": "startup"}
+    event = {"session_id": "g1", "hook_event_name": "BeforeAgent", "prompt": "hello"}
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(event).encode())))
     assert _hook_client.run("gemini-cli", []) == 0
     out = json.loads(capsys.readouterr().out)

@@ -72,6 +72,12 @@ def opened(store_url: str | None, project: Path) -> Iterator[SessionStore]:
     """The hook's store — ``store_url``, else ``sqlite:<project>/.agent-reminders/state.db``
     — open for the ``with`` block, closed after it."""
     url, options = resolve(store_url, project)
+    from ..storage.factory import open_sqlite, sqlite_path
+
+    if sqlite_path(url) is not None:
+        with open_sqlite(url, **options) as blocking:
+            yield blocking
+        return
     import anyio.from_thread
 
     from ..storage import open_store
