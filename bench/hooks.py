@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _agent_reminders_hook import SOCKET
 from _results import RESULTS, machine, write_section
-from agent_reminders._hook_client import SOCKET
 from agent_reminders.integrations._agent_settings import hook_command
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_reminders.__main__ import HOOK_AGENTS
+from _agent_reminders_hook import HOOK_AGENTS
 from agent_reminders.integrations import codex, cursor, gemini_cli
 from agent_reminders.integrations.agents import AGENTS, settings_path
 

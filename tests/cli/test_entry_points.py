@@ -1,6 +1,7 @@
-"""The command's entry points run in process (so coverage sees them): ``agent_reminders.__main__``
-(the console script, with its light path for Claude Code hook runs), ``python -m
-agent_reminders.cli``, and ``serve``'s checks before it reads a frame."""
+"""The command's entry points run in process (so coverage sees them): ``_agent_reminders_hook``
+(the console script, with its light path for coding agents' hook runs), ``python -m
+agent_reminders`` and ``python -m agent_reminders.cli``, and ``serve``'s checks before it
+reads a frame."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent_reminders import __main__ as entry
+import _agent_reminders_hook as entry
+from agent_reminders import __main__ as module_entry
 from agent_reminders import __version__
 from agent_reminders.cli import app
 
@@ -43,6 +45,21 @@ def test_a_hook_run_takes_the_light_path(
 
 def test_a_bad_hook_option_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _run(monkeypatch, "hook", "claude-code", "--style", "loud") == 1
+
+
+def test_python_dash_m_takes_the_same_paths(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["agent_reminders", "hook", "codex", "--style", "loud"])
+    with pytest.raises(SystemExit) as exited:
+        module_entry.main()
+    assert exited.value.code == 1
+    assert "--style must be one of" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["agent_reminders", "hook", "codex", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        module_entry.main()
+    assert exited.value.code == 0
+    assert "usage: agent-reminders hook codex" in capsys.readouterr().out
 
 
 def test_python_dash_m_cli(

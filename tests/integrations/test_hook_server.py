@@ -1,6 +1,6 @@
-"""The resident hook server and the hook run's fast path (``_hook_client``): a run through the
-server answers exactly as a run in its own process, and the server steps aside whenever it
-might not (another user, changed files, a displaced socket, a folder others may enter)."""
+"""The resident hook server and a hook run's fast path (``_agent_reminders_hook``): a run
+through the server answers exactly as a run in its own process, and the server steps aside
+whenever it might not (another user, changed files, a displaced socket, an open folder)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from agent_reminders import _hook_client
-from agent_reminders._hook_client import SOCKET, VERSION_TAG, read_frame, write_frame
+import _agent_reminders_hook as _hook_client
+from _agent_reminders_hook import SOCKET, VERSION_TAG, read_frame, write_frame
 from agent_reminders.integrations import _hook_server
 
 ROOT = Path(__file__).resolve().parents[2]

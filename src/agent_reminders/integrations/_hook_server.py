@@ -1,6 +1,6 @@
 """The resident hook server: hook runs answered by one process that imported the library once.
 
-Started in the background by a hook run that found none (:mod:`agent_reminders._hook_client`),
+Started in the background by a hook run that found none (:mod:`_agent_reminders_hook`),
 as ``python -m agent_reminders.integrations._hook_server FOLDER``. It listens on
 ``FOLDER/hook-<installation>.sock`` (this user's only) and answers one run at a time, exactly as the
 run would have been answered in its own process — the same ``hook_main`` of the same agent,
@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._hook_client import SOCKET, VERSION_TAG, private_folder, read_frame, write_frame
+from _agent_reminders_hook import SOCKET, VERSION_TAG, private_folder, read_frame, write_frame
+
 from .agents import AGENTS, agent_module
 
 __all__ = ["serve"]

@@ -1,4 +1,9 @@
-"""A hook run's fast path: hand the run to a resident hook server, if one is up.
+"""The ``agent-reminders`` command's entry point, and a hook run's fast path: hand the run to
+a resident hook server, if one is up.
+
+This module stands beside the ``agent_reminders`` package, not in it, so that a hook run
+imports nothing of the library (a package's ``__init__`` runs before any module in it) until
+it has to.
 
 A coding agent starts ``agent-reminders hook <agent>`` before every prompt and after every tool
 call, as a new process each time; most of such a process's cost is starting Python and
@@ -27,18 +32,24 @@ import sys
 import zlib
 
 __all__ = [
+    "HOOK_AGENTS",
     "OFF_VALUES",
     "SOCKET",
     "VERSION_TAG",
     "read_frame",
     "run",
     "socket_folder",
+    "main",
     "write_frame",
 ]
 
+# the agents of ``hook <agent>`` (agent_reminders.integrations.agents.AGENTS, checked equal by
+# a test): named here so that a hook run imports nothing else before it reaches a hook server
+HOOK_AGENTS = ("claude-code", "codex", "gemini-cli", "cursor")
+
 OFF_VALUES = ("0", "off", "no", "false")
 # what a server and a client must share to talk: the package's folder (one installation)
-VERSION_TAG = os.path.dirname(os.path.abspath(__file__))
+VERSION_TAG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_reminders")
 # one server per installation: its socket's name is made from the package's folder
 SOCKET = f"hook-{zlib.crc32(VERSION_TAG.encode()):08x}.sock"
 _WAIT_SECONDS = 120.0  # an agent's own hook timeout is shorter: it gives up first
@@ -113,29 +124,35 @@ def _connect(folder: str) -> socket.socket | None:
 
 
 def _start_server(folder: str) -> None:
-    """Start a hook server in the background, detached from this run (its pipes, its
-    session), for the next run; a failure to start is not this run's failure."""
+    """Start a hook server in the background, detached from this run (its own session, its
+    standard streams on the null device, so the agent never waits for it), for the next run;
+    a failure to start is not this run's failure."""
     import contextlib
-    import subprocess
 
     if not private_folder(folder, create=True):
         return
     command = [sys.executable, "-m", "agent_reminders.integrations._hook_server", folder]
-    with contextlib.suppress(OSError):
-        subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-        )
+    actions = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    with contextlib.suppress(OSError, AttributeError):
+        os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setsid=True)
+
+
+def _stdin() -> bytes:
+    """The hook input, as bytes; nothing when stdin cannot be read (the run then says what
+    is wrong with its input, or its options, as it would anyway)."""
+    try:
+        source = getattr(sys.stdin, "buffer", None)
+        if source is not None:
+            return bytes(source.read())
+        return str(sys.stdin.read()).encode()
+    except (OSError, ValueError):
+        return b""
 
 
 def run(agent: str, argv: list[str]) -> int:
     """One ``hook <agent>`` run: through the server when one answers, else in this process
     (then a server is started for the next run). Returns the exit code."""
-    data = sys.stdin.buffer.read()
+    data = _stdin()
     folder = socket_folder()
     off = os.environ.get("AGENT_REMINDERS_HOOK_SERVER", "").lower() in OFF_VALUES
     sock = None if off or not hasattr(socket, "AF_UNIX") else _connect(folder)
@@ -149,7 +166,7 @@ def run(agent: str, argv: list[str]) -> int:
             return status if isinstance(status, int) else 1
     import io
 
-    from .integrations.agents import agent_module
+    from agent_reminders.integrations.agents import agent_module
 
     code: int = agent_module(agent).hook_main(
         argv, stdin=io.StringIO(data.decode("utf-8", "replace"))
@@ -184,3 +201,15 @@ def _ask(sock: socket.socket, agent: str, argv: list[str], data: bytes) -> dict[
     if not isinstance(answer, dict) or answer.get("stale"):
         return None
     return answer
+
+
+def main() -> None:
+    """Entry point of the ``agent-reminders`` command: a hook run here, anything else (and a
+    hook run asking for ``--help`` or ``--debug``) by the full command line."""
+    argv = sys.argv[1:]
+    quick = {"--debug", "--help", "-h"}.isdisjoint(argv)
+    if argv[:1] == ["hook"] and argv[1:2] and argv[1] in HOOK_AGENTS and quick:
+        sys.exit(run(argv[1], argv[2:]))
+    from agent_reminders.__main__ import main as full_main
+
+    full_main()
