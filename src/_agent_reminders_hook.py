@@ -24,12 +24,14 @@ user owns, or one others may enter, is not used.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
-import socket
-import struct
 import sys
-import zlib
+
+TYPE_CHECKING = False  # not typing's: importing typing would cost a hook run more than the rest
+if TYPE_CHECKING:
+    from _socket import socket as Socket  # noqa: N812 - what the socket module's sockets build on
+    from typing import Any
 
 __all__ = [
     "HOOK_AGENTS",
@@ -50,10 +52,20 @@ HOOK_AGENTS = ("claude-code", "codex", "gemini-cli", "cursor")
 OFF_VALUES = ("0", "off", "no", "false")
 # what a server and a client must share to talk: the package's folder (one installation)
 VERSION_TAG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_reminders")
-# one server per installation: its socket's name is made from the package's folder
-SOCKET = f"hook-{zlib.crc32(VERSION_TAG.encode()):08x}.sock"
 _WAIT_SECONDS = 120.0  # an agent's own hook timeout is shorter: it gives up first
-_HEADER = struct.Struct("!I")
+_HEADER_BYTES = 4
+
+
+def _name(text: str) -> str:
+    """A short stable name for ``text`` (FNV-1a, 32 bits): no hashing module to import."""
+    value = 0x811C9DC5
+    for byte in text.encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{value:08x}"
+
+
+# one server per installation: its socket's name is made from the package's folder
+SOCKET = f"hook-{_name(VERSION_TAG)}.sock"
 
 
 def socket_folder(env: dict[str, str] | os._Environ[str] | None = None) -> str:
@@ -88,18 +100,32 @@ def private_folder(folder: str, *, create: bool) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
 
 
-def write_frame(sock: socket.socket, data: bytes) -> None:
+def write_frame(sock: Socket, data: bytes) -> None:
     """One length-prefixed frame."""
-    sock.sendall(_HEADER.pack(len(data)) + data)
+    sock.sendall(len(data).to_bytes(_HEADER_BYTES, "big") + data)
 
 
-def read_frame(sock: socket.socket) -> bytes:
+def read_frame(sock: Socket) -> bytes:
     """One length-prefixed frame; ``ConnectionError`` when the other side is gone."""
-    header = _read(sock, _HEADER.size)
-    return _read(sock, _HEADER.unpack(header)[0])
+    size = int.from_bytes(_read(sock, _HEADER_BYTES), "big")
+    return _read(sock, size)
 
 
-def _read(sock: socket.socket, size: int) -> bytes:
+def encode(value: dict[str, Any]) -> bytes:
+    """A request or an answer as a frame's bytes (``marshal``: built in, so nothing to import;
+    both ends are this user's processes of one installation)."""
+    return marshal.dumps(value)
+
+
+def decode(data: bytes) -> Any:
+    """What :func:`encode` made; ``ValueError`` for anything else."""
+    try:
+        return marshal.loads(data)
+    except (EOFError, TypeError) as exc:
+        raise ValueError(f"not a hook server frame: {exc}") from None
+
+
+def _read(sock: Socket, size: int) -> bytes:
     parts, left = [], size
     while left:
         chunk = sock.recv(min(left, 1 << 20))
@@ -110,10 +136,12 @@ def _read(sock: socket.socket, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _connect(folder: str) -> socket.socket | None:
+def _connect(folder: str) -> Socket | None:
     if not private_folder(folder, create=False):
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    import _socket  # the C module itself: the socket module would import enum and selectors
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(_WAIT_SECONDS)
         sock.connect(os.path.join(folder, SOCKET))
@@ -149,16 +177,22 @@ def _stdin() -> bytes:
         return b""
 
 
+def _unix_sockets() -> bool:
+    return sys.platform != "win32"
+
+
 def run(agent: str, argv: list[str]) -> int:
     """One ``hook <agent>`` run: through the server when one answers, else in this process
     (then a server is started for the next run). Returns the exit code."""
     data = _stdin()
     folder = socket_folder()
     off = os.environ.get("AGENT_REMINDERS_HOOK_SERVER", "").lower() in OFF_VALUES
-    sock = None if off or not hasattr(socket, "AF_UNIX") else _connect(folder)
+    sock = None if off or not _unix_sockets() else _connect(folder)
     if sock is not None:
-        with sock:
+        try:
             answer = _ask(sock, agent, argv, data)
+        finally:
+            sock.close()
         if answer is not None:
             sys.stdout.write(str(answer["stdout"]))
             sys.stderr.write(str(answer["stderr"]))
@@ -172,12 +206,12 @@ def run(agent: str, argv: list[str]) -> int:
         argv, stdin=io.StringIO(data.decode("utf-8", "replace"))
     )
     sys.stdout.flush()
-    if not off and hasattr(socket, "AF_UNIX"):
+    if not off and _unix_sockets():
         _start_server(folder)
     return code
 
 
-def _ask(sock: socket.socket, agent: str, argv: list[str], data: bytes) -> dict[str, object] | None:
+def _ask(sock: Socket, agent: str, argv: list[str], data: bytes) -> dict[str, object] | None:
     """The server's answer, or ``None`` when it would not take the run (another
     installation's server, or one whose files changed: the run is done here)."""
     request = {
@@ -188,9 +222,9 @@ def _ask(sock: socket.socket, agent: str, argv: list[str], data: bytes) -> dict[
         "env": dict(os.environ),
     }
     try:
-        write_frame(sock, json.dumps(request).encode())
+        write_frame(sock, encode(request))
         write_frame(sock, data)
-        answer = json.loads(read_frame(sock))
+        answer = decode(read_frame(sock))
     except (OSError, ValueError) as exc:
         # the run may have been done before the server went away: never do it twice
         return {

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import _agent_reminders_hook as _hook_client
-from _agent_reminders_hook import SOCKET, VERSION_TAG, read_frame, write_frame
+from _agent_reminders_hook import SOCKET, VERSION_TAG, decode, encode, read_frame, write_frame
 from agent_reminders.integrations import _hook_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,9 +195,9 @@ def test_a_server_whose_files_changed_hands_the_run_back(
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(folder / SOCKET))
     request = {"version": "/elsewhere", "agent": "codex", "argv": [], "cwd": "/", "env": {}}
-    write_frame(sock, json.dumps(request).encode())
+    write_frame(sock, encode(request))
     write_frame(sock, b"{}")
-    assert json.loads(read_frame(sock)) == {"stale": True}
+    assert decode(read_frame(sock)) == {"stale": True}
     sock.close()
     server.join(timeout=30)
     assert not server.is_alive()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import socket
 import struct
@@ -25,7 +24,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _agent_reminders_hook import SOCKET, VERSION_TAG, private_folder, read_frame, write_frame
+from _agent_reminders_hook import (
+    SOCKET,
+    VERSION_TAG,
+    decode,
+    encode,
+    private_folder,
+    read_frame,
+    write_frame,
+)
 
 from .agents import AGENTS, agent_module
 
@@ -135,7 +142,7 @@ def _serve_one(conn: socket.socket, files: dict[str, int]) -> bool:
     try:
         if not _peer_is_me(conn):
             return True
-        request = json.loads(read_frame(conn))
+        request = decode(read_frame(conn))
         data = read_frame(conn)
     except (OSError, ValueError):
         return True
@@ -146,11 +153,11 @@ def _serve_one(conn: socket.socket, files: dict[str, int]) -> bool:
         or _changed(files)
     ):
         with contextlib.suppress(OSError):
-            write_frame(conn, json.dumps({"stale": True}).encode())
+            write_frame(conn, encode({"stale": True}))
         return False
     answer = _answer(request, data)
     with contextlib.suppress(OSError):
-        write_frame(conn, json.dumps(answer).encode())
+        write_frame(conn, encode(answer))
     return True
 
 
