@@ -58,7 +58,7 @@ async def test_a_request_without_session_id_never_lists_every_session() -> None:
         assert refused.value.data is not None
         assert refused.value.data["reason"] == "session_id_required"
     assert counting.listed == 0
-    assert counting.asked == [(2, None), (2, None)]
+    assert counting.asked == [(3, None), (3, None)]  # two, and the reserved one
 
 
 async def test_a_scoped_token_asks_only_about_its_own_sessions() -> None:
@@ -73,7 +73,7 @@ async def test_a_scoped_token_asks_only_about_its_own_sessions() -> None:
     reply = await bridge.methods["session/pending_injections"]({}, watcher)
     assert reply == {"pendingCount": 0, "injections": []}
     (asked,) = counting.asked
-    assert asked[0] == 2
+    assert asked[0] == 3
     assert sorted(asked[1] or []) == ["gone", "s00007"]
     await bridge.methods["session/remind"]({"body": "CI is red"}, watcher)
     assert (await counting.store.pending("s00007"))[0]["body"] == "CI is red"
