@@ -34,6 +34,14 @@ _PROJECT_ENV = {
     "cursor": "CURSOR_PROJECT_DIR",
 }
 
+# what a person must still do for the agent to run a hook it has just been given
+_AFTER_INSTALL = {
+    "codex": "Codex runs a new hook once you trust it: start codex here and accept the hook "
+    "review (codex exec skips untrusted hooks without a word).",
+    "gemini-cli": "Gemini runs project hooks in trusted folders; its first run names the new "
+    "hook once.",
+}
+
 hook_app = typer.Typer(
     help="Coding agents' hooks: the library's reminders in Claude Code, Codex CLI, Gemini CLI "
     "and Cursor sessions.",
@@ -105,6 +113,8 @@ def _install_command(agent: str) -> Callable[..., None]:
             return
         saved = f" (backup: {done.backup})" if done.backup else ""
         typer.echo(f"installed for {', '.join(done.events)} in {done.path}{saved}")
+        if agent in _AFTER_INSTALL:
+            typer.echo(_AFTER_INSTALL[agent], err=True)
 
     install.__doc__ = (
         f"Add the hook entries to {_NAMES[agent]}'s settings, keeping every other setting "
