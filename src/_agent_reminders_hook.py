@@ -200,11 +200,9 @@ def run(agent: str, argv: list[str]) -> int:
             return status if isinstance(status, int) else 1
     import io
 
-    from agent_reminders.integrations.agents import agent_module
+    from agent_reminders.integrations.agents import hook_main
 
-    code: int = agent_module(agent).hook_main(
-        argv, stdin=io.StringIO(data.decode("utf-8", "replace"))
-    )
+    code = hook_main(agent, argv, stdin=io.StringIO(data.decode("utf-8", "replace")))
     sys.stdout.flush()
     if not off and _unix_sockets():
         _start_server(folder)

@@ -22,9 +22,9 @@ def main() -> None:
     if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOK_AGENTS:
         if {"--debug", "--help", "-h"}.isdisjoint(argv):
             sys.exit(run(argv[1], argv[2:]))
-        from .integrations.agents import agent_module
+        from .integrations.agents import hook_main
 
-        sys.exit(agent_module(argv[1]).hook_main(argv[2:]))
+        sys.exit(hook_main(argv[1], argv[2:]))
     from .cli import main as cli_main
 
     cli_main()

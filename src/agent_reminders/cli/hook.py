@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from ..integrations import _agent_settings
-from ..integrations.agents import AGENTS, SCOPES, agent_module, settings_path
+from ..integrations.agents import AGENTS, SCOPES, agent_module, hook_main, settings_path
 from .common import handle_errors
 
 __all__ = ["hook_app"]
@@ -67,7 +67,7 @@ Settings = Annotated[
 def _run_command(agent: str) -> Callable[..., None]:
     def run(store: StoreOption = None, style: StyleOption = "context_directives") -> None:
         argv = ["--style", style] + ([] if store is None else ["--store", store])
-        raise typer.Exit(agent_module(agent).hook_main(argv))
+        raise typer.Exit(hook_main(agent, argv))
 
     run.__doc__ = (
         f"Run one {_NAMES[agent]} hook: the hook input on stdin, what {_NAMES[agent]} reads "
@@ -102,44 +102,40 @@ def _scope_option(agent: str) -> str:
     return option
 
 
-def _install_command(agent: str) -> Callable[..., None]:
+def _settings_command(agent: str, removing: bool) -> Callable[..., None]:
+    """``hook install <agent>`` (or ``uninstall``): edit the agent's settings file."""
     scope_option = _scope_option(agent)
+    edit = _agent_settings.uninstall if removing else _agent_settings.install
+    done_said, none_said = (
+        ("removed from", "nothing to remove in")
+        if removing
+        else (
+            "installed for",
+            "already installed in",
+        )
+    )
 
     @handle_errors
-    def install(scope: str = scope_option, settings: Settings = None) -> None:
-        done = _agent_settings.install(_path(agent, scope, settings), _spec(agent))
+    def command(scope: str = scope_option, settings: Settings = None) -> None:
+        done = edit(_path(agent, scope, settings), _spec(agent))
         if not done.events:
-            typer.echo(f"already installed in {done.path}")
+            typer.echo(f"{none_said} {done.path}")
             return
         saved = f" (backup: {done.backup})" if done.backup else ""
-        typer.echo(f"installed for {', '.join(done.events)} in {done.path}{saved}")
-        if agent in _AFTER_INSTALL:
+        typer.echo(f"{done_said} {', '.join(done.events)} in {done.path}{saved}")
+        if not removing and agent in _AFTER_INSTALL:
             typer.echo(_AFTER_INSTALL[agent], err=True)
 
-    install.__doc__ = (
-        f"Add the hook entries to {_NAMES[agent]}'s settings, keeping every other setting "
+    command.__doc__ = (
+        f"Remove only this library's hook entries from {_NAMES[agent]}'s settings."
+        if removing
+        else f"Add the hook entries to {_NAMES[agent]}'s settings, keeping every other setting "
         "and hook (idempotent)."
     )
-    return install
-
-
-def _uninstall_command(agent: str) -> Callable[..., None]:
-    scope_option = _scope_option(agent)
-
-    @handle_errors
-    def uninstall(scope: str = scope_option, settings: Settings = None) -> None:
-        done = _agent_settings.uninstall(_path(agent, scope, settings), _spec(agent))
-        if not done.events:
-            typer.echo(f"nothing to remove in {done.path}")
-            return
-        saved = f" (backup: {done.backup})" if done.backup else ""
-        typer.echo(f"removed from {', '.join(done.events)} in {done.path}{saved}")
-
-    uninstall.__doc__ = f"Remove only this library's hook entries from {_NAMES[agent]}'s settings."
-    return uninstall
+    return command
 
 
 for _agent in AGENTS:
     hook_app.command(_agent)(_run_command(_agent))
-    install_app.command(_agent)(_install_command(_agent))
-    uninstall_app.command(_agent)(_uninstall_command(_agent))
+    install_app.command(_agent)(_settings_command(_agent, removing=False))
+    uninstall_app.command(_agent)(_settings_command(_agent, removing=True))

@@ -56,7 +56,9 @@ __all__ = [
     "field",
     "hook_main",
     "project_dir",
+    "read_event",
     "require",
+    "specific_output",
 ]
 
 DEFAULT_STORE = ".agent-reminders/state.db"  # under the project directory
@@ -160,6 +162,39 @@ def tool_call(hook_input: Mapping[str, Any], event: str, name_key: str = "tool_n
         name=name,
         arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
     )
+
+
+def read_event(
+    data: Mapping[str, Any],
+    session_id: str,
+    actions: Mapping[str, Action],
+    result_of: Callable[[Mapping[str, Any], str], ToolResult],
+) -> HookEvent:
+    """The event of an input whose fields its agent checked: the action of its
+    ``hook_event_name`` in ``actions`` (``none`` for any other); for a tool action, the call
+    and ``result_of(data, event)``; the ``source`` and ``transcript_path`` it gives."""
+    name = data["hook_event_name"]
+    action = actions.get(name, "none")
+    call = result = None
+    if action == "tool":
+        call = tool_call(data, name)
+        result = result_of(data, name)
+    source, path = data.get("source"), data.get("transcript_path")
+    return HookEvent(
+        name=name,
+        action=action,
+        session_id=session_id,
+        source=source if isinstance(source, str) else None,
+        call=call,
+        result=result,
+        transcript_path=path if isinstance(path, str) and path else None,
+    )
+
+
+def specific_output(event: str, text: str) -> dict[str, Any]:
+    """``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``: how Claude Code,
+    Codex and Gemini CLI take a hook's context."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def project_dir(

@@ -34,7 +34,7 @@ from _agent_reminders_hook import (
     write_frame,
 )
 
-from .agents import AGENTS, agent_module
+from .agents import AGENTS, agent_module, hook_main
 
 __all__ = ["serve"]
 
@@ -75,7 +75,8 @@ def _answer(request: dict[str, Any], data: bytes) -> dict[str, Any]:
     agent = request["agent"]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = agent_module(agent).hook_main(
+        code = hook_main(
+            agent,
             list(request["argv"]),
             stdin=io.StringIO(data.decode("utf-8", "replace")),
             env=dict(request["env"]),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TextIO
 
 from .._core.errors import ConfigError
 
-__all__ = ["AGENTS", "agent_module", "settings_path"]
+__all__ = ["AGENTS", "SCOPES", "agent_module", "hook_main", "settings_path"]
 
 AGENTS: dict[str, str] = {
     "claude-code": "claude_code",
@@ -37,6 +39,21 @@ def agent_module(name: str) -> ModuleType:
     if name not in AGENTS:
         raise ConfigError(f"unknown agent {name!r}; the agents are {', '.join(AGENTS)}")
     return importlib.import_module(f"{__package__}.{AGENTS[name]}")
+
+
+def hook_main(
+    name: str,
+    argv: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
+    """``agent-reminders hook <name> [--store URL] [--style S]``: one run of that agent's hook
+    (see :func:`._agent_hook.hook_main`); returns the exit code."""
+    from . import _agent_hook
+
+    return _agent_hook.hook_main(agent_module(name).AGENT, argv, stdin, env=env, cwd=cwd)
 
 
 def settings_path(

@@ -121,7 +121,7 @@ class HookReply:
         there is nothing to add or the event takes plain text (``PreCompact``)."""
         if not self.text or self.event == "PreCompact":
             return None
-        return {"hookSpecificOutput": {"hookEventName": self.event, "additionalContext": self.text}}
+        return _agent_hook.specific_output(self.event, self.text)
 
     def stdout(self) -> str:
         """What the hook command prints: the JSON output, the plain text, or ``""``."""
@@ -173,25 +173,13 @@ def _tool_result(event: str, response: object) -> ToolResult:
     return ToolResult(content=text, ok=ok, truncated=truncated, original_size=size)
 
 
+def _result(data: Mapping[str, Any], event: str) -> ToolResult:
+    return _tool_result(event, data.get("tool_response", data.get("error")))
+
+
 def _read(hook_input: dict[str, Any]) -> HookEvent:
     data = check_hook_input(hook_input)
-    name = data["hook_event_name"]
-    action = _ACTIONS.get(name, "none")
-    source = data.get("source")
-    call = result = None
-    if action == "tool":
-        call = _agent_hook.tool_call(data, name)
-        result = _tool_result(name, data.get("tool_response", data.get("error")))
-    path = data.get("transcript_path")
-    return HookEvent(
-        name=name,
-        action=action,
-        session_id=data["session_id"],
-        source=source if isinstance(source, str) else None,
-        call=call,
-        result=result,
-        transcript_path=path if isinstance(path, str) and path else None,
-    )
+    return _agent_hook.read_event(data, data["session_id"], _ACTIONS, _result)
 
 
 def _archived_messages(transcript_path: str | None) -> int:

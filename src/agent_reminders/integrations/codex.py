@@ -25,16 +25,15 @@ prompt — and leaves the store as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Mapping
+from typing import Any
 
 from .._core.request import ToolResult
 from . import _agent_hook
 from ._agent_hook import AgentHooks, HookEvent, require
 from ._agent_settings import SettingsFile
 
-__all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS", "hook_main"]
+__all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS"]
 
 _ACTIONS: dict[str, _agent_hook.Action] = {
     "SessionStart": "start",
@@ -57,33 +56,22 @@ def _output_text(response: object) -> str:
     return json.dumps(response, ensure_ascii=False, sort_keys=True)
 
 
+def _result(data: Mapping[str, Any], event: str) -> ToolResult:
+    return ToolResult(content=_output_text(data["tool_response"]), ok=True)
+
+
 def _read(hook_input: dict[str, Any]) -> HookEvent:
     data = require(hook_input, "session_id", "hook_event_name")
     name = data["hook_event_name"]
     if name in _REQUIRED:
         _agent_hook.field(data, name, _REQUIRED[name])
-    action = _ACTIONS.get(name, "none")
-    call = result = None
-    if action == "tool":
-        call = _agent_hook.tool_call(data, name)
-        result = ToolResult(content=_output_text(data["tool_response"]), ok=True)
-    source, path = data.get("source"), data.get("transcript_path")
-    return HookEvent(
-        name=name,
-        action=action,
-        session_id=data["session_id"],
-        source=source if isinstance(source, str) else None,
-        call=call,
-        result=result,
-        transcript_path=path if isinstance(path, str) and path else None,
-    )
+    return _agent_hook.read_event(data, data["session_id"], _ACTIONS, _result)
 
 
 def _write(event: str, text: str) -> str:
     if not text or event not in _ACTIONS:
         return ""
-    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-    return json.dumps(output, ensure_ascii=False)
+    return json.dumps(_agent_hook.specific_output(event, text), ensure_ascii=False)
 
 
 AGENT = AgentHooks(
@@ -101,14 +89,3 @@ AGENT = AgentHooks(
 # Codex runs every matching hook of every config layer; a SessionStart matcher must let
 # "compact" through for the restatement, so none is set (all sources, all tools).
 SETTINGS = SettingsFile(agent="codex", events=HOOK_EVENTS, format="toml", extra=(("timeout", 30),))
-
-
-def hook_main(
-    argv: Sequence[str],
-    stdin: TextIO | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> int:
-    """``agent-reminders hook codex [--store URL] [--style S]``; returns the exit code."""
-    return _agent_hook.hook_main(AGENT, argv, stdin, env=env, cwd=cwd)

@@ -26,16 +26,15 @@ was. With nothing to add the hook prints ``{}``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Mapping
+from typing import Any
 
 from .._core.request import ToolResult
 from . import _agent_hook
 from ._agent_hook import AgentHooks, HookEvent, HookInputError, require
 from ._agent_settings import SettingsFile
 
-__all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS", "hook_main"]
+__all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS"]
 
 _ACTIONS: dict[str, _agent_hook.Action] = {
     "sessionStart": "start",
@@ -74,25 +73,13 @@ def _session_id(data: Mapping[str, Any]) -> str:
     raise HookInputError("hook input has no 'conversation_id' (a non-empty string)")
 
 
+def _result(data: Mapping[str, Any], event: str) -> ToolResult:
+    return _tool_result(_agent_hook.field(data, event, "tool_output"))
+
+
 def _read(hook_input: dict[str, Any]) -> HookEvent:
     data = require(hook_input, "hook_event_name")
-    session_id = _session_id(data)
-    name = data["hook_event_name"]
-    action = _ACTIONS.get(name, "none")
-    call = result = None
-    if action == "tool":
-        call = _agent_hook.tool_call(data, name)
-        result = _tool_result(_agent_hook.field(data, name, "tool_output"))
-    path = data.get("transcript_path")
-    return HookEvent(
-        name=name,
-        action=action,
-        session_id=session_id,
-        source="startup" if action == "start" else None,
-        call=call,
-        result=result,
-        transcript_path=path if isinstance(path, str) and path else None,
-    )
+    return _agent_hook.read_event(data, _session_id(data), _ACTIONS, _result)
 
 
 def _write(event: str, text: str) -> str:
@@ -128,14 +115,3 @@ SETTINGS = SettingsFile(
     top=(("version", 1),),
     extra=(("timeout", 30),),
 )
-
-
-def hook_main(
-    argv: Sequence[str],
-    stdin: TextIO | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-) -> int:
-    """``agent-reminders hook cursor [--store URL] [--style S]``; returns the exit code."""
-    return _agent_hook.hook_main(AGENT, argv, stdin, env=env, cwd=cwd)
