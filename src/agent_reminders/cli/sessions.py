@@ -92,9 +92,9 @@ def sessions(ctx: typer.Context, store: StoreOption = None, as_json: JsonOption 
     """List the store's sessions (id, last activity, pending, agent); sessions new adds one.
 
     Most recent activity first. Piped, one tab-separated line per session (id, last activity
-    in UTC, pending count, the coding agent whose hook made it or nothing); a table on a
-    terminal; --json for a machine. A store that does not exist is not created: sessions new
-    creates it.
+    in UTC, pending count); a table on a terminal, with the coding agent whose hook made each
+    session; --json for a machine (with "agent"). A store that does not exist is not created:
+    sessions new creates it.
     """
     if ctx.invoked_subcommand is not None:
         # `sessions --store X new` means the same as `sessions new --store X`
@@ -113,7 +113,8 @@ def sessions(ctx: typer.Context, store: StoreOption = None, as_json: JsonOption 
         return
     if not terminal:
         for row in rows:
-            cells = (row.info.session_id, _iso(row.info.updated_at), str(row.pending), row.agent)
+            # the three columns scripts read since before agents were listed (--json has them)
+            cells = (row.info.session_id, _iso(row.info.updated_at), str(row.pending))
             typer.echo("\t".join(safe_text(c) for c in cells))
         return
     from rich.console import Console
