@@ -130,8 +130,8 @@ def sessions(ctx: typer.Context, store: StoreOption = None, as_json: JsonOption 
     table.add_column("agent", no_wrap=True)
     for row in rows:
         info = row.info
-        cells = (safe_text(info.session_id), _local(info.updated_at), str(row.pending), row.agent)
-        table.add_row(*(Text(c) for c in cells))
+        shown = (safe_text(info.session_id), _local(info.updated_at), str(row.pending), row.agent)
+        table.add_row(*(Text(c) for c in shown))
     Console().print(table)
 
 
