@@ -21,7 +21,6 @@ KNOWN_LARGE: dict[str, int] = {
     "_core/errors.py": 705,
     "_core/fields.py": 1080,
     "_core/transcript.py": 763,
-    "bridge/client.py": 614,
     "demo/scenario.py": 704,
     "facts.py": 619,
     "session.py": 844,
