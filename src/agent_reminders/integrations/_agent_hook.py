@@ -30,7 +30,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
@@ -53,12 +53,14 @@ __all__ = [
     "HookInputError",
     "SessionStore",
     "answer",
+    "checked_input",
     "field",
     "hook_main",
     "project_dir",
     "read_event",
     "require",
     "specific_output",
+    "write_specific",
 ]
 
 DEFAULT_STORE = ".agent-reminders/state.db"  # under the project directory
@@ -144,6 +146,15 @@ def require(hook_input: object, *keys: str) -> dict[str, Any]:
     return hook_input
 
 
+def checked_input(hook_input: object, required: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """``hook_input`` if it is a JSON object with ``session_id`` and ``hook_event_name`` (non-
+    empty strings) and each field ``required`` names for its event."""
+    data = require(hook_input, "session_id", "hook_event_name")
+    for key in required.get(data["hook_event_name"], ()):
+        field(data, data["hook_event_name"], key)
+    return data
+
+
 def field(hook_input: Mapping[str, Any], event: str, key: str) -> Any:
     """The value at ``key``, which ``event`` needs: present (any JSON value)."""
     if key not in hook_input:
@@ -195,6 +206,14 @@ def specific_output(event: str, text: str) -> dict[str, Any]:
     """``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``: how Claude Code,
     Codex and Gemini CLI take a hook's context."""
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def write_specific(event: str, text: str, events: Container[str], empty: str) -> str:
+    """What a hook prints for an agent that reads :func:`specific_output`: that, as JSON, at
+    one of ``events`` with something to say; ``empty`` otherwise."""
+    if not text or event not in events:
+        return empty
+    return json.dumps(specific_output(event, text), ensure_ascii=False)
 
 
 def project_dir(

@@ -45,7 +45,7 @@ from .._core.envelope import check_style
 from .._core.errors import ConfigError
 from .._core.request import ToolResult
 from . import _agent_hook, _agent_settings, _hook_store
-from ._agent_hook import DEFAULT_STORE, AgentHooks, HookEvent, HookInputError, require
+from ._agent_hook import DEFAULT_STORE, AgentHooks, HookEvent, HookInputError
 from ._agent_settings import SettingsChange, SettingsFile
 
 if TYPE_CHECKING:
@@ -138,10 +138,7 @@ def check_hook_input(value: object) -> dict[str, Any]:
         HookInputError: not a JSON object, no ``session_id`` / ``hook_event_name``, or a
             field the event needs is missing (``prompt``, ``tool_name``, ...).
     """
-    data = require(value, "session_id", "hook_event_name")
-    for key in _REQUIRED.get(data["hook_event_name"], ()):
-        _agent_hook.field(data, data["hook_event_name"], key)
-    return data
+    return _agent_hook.checked_input(value, _REQUIRED)
 
 
 def _tool_result(event: str, response: object) -> ToolResult:

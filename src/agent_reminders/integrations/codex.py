@@ -30,7 +30,7 @@ from typing import Any
 
 from .._core.request import ToolResult
 from . import _agent_hook
-from ._agent_hook import AgentHooks, HookEvent, require
+from ._agent_hook import AgentHooks, HookEvent
 from ._agent_settings import SettingsFile
 
 __all__ = ["AGENT", "HOOK_EVENTS", "SETTINGS"]
@@ -42,9 +42,9 @@ _ACTIONS: dict[str, _agent_hook.Action] = {
     "SubagentStart": "subagent",
 }
 _REQUIRED = {
-    "UserPromptSubmit": "prompt",
-    "PostToolUse": "tool_response",
-    "SubagentStart": "agent_id",
+    "UserPromptSubmit": ("prompt",),
+    "PostToolUse": ("tool_response",),
+    "SubagentStart": ("agent_id",),
 }
 HOOK_EVENTS = tuple(_ACTIONS)
 
@@ -61,17 +61,12 @@ def _result(data: Mapping[str, Any], event: str) -> ToolResult:
 
 
 def _read(hook_input: dict[str, Any]) -> HookEvent:
-    data = require(hook_input, "session_id", "hook_event_name")
-    name = data["hook_event_name"]
-    if name in _REQUIRED:
-        _agent_hook.field(data, name, _REQUIRED[name])
+    data = _agent_hook.checked_input(hook_input, _REQUIRED)
     return _agent_hook.read_event(data, data["session_id"], _ACTIONS, _result)
 
 
 def _write(event: str, text: str) -> str:
-    if not text or event not in _ACTIONS:
-        return ""
-    return json.dumps(_agent_hook.specific_output(event, text), ensure_ascii=False)
+    return _agent_hook.write_specific(event, text, _ACTIONS, "")
 
 
 AGENT = AgentHooks(
