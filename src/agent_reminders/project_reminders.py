@@ -23,6 +23,7 @@ from ._core.errors import QueueError, ReminderError, UnknownReminderIdError
 if TYPE_CHECKING:
     from .queue import QueueItem
     from .storage import Store
+    from .storage.base import RevokeStatus
 
 __all__ = [
     "PROJECT_SESSION",
@@ -74,28 +75,29 @@ async def remind_project(
     return reached
 
 
-async def revoke_project(store: Store, reminder_id: str) -> list[str]:
+async def revoke_project(store: Store, reminder_id: str) -> tuple[RevokeStatus, list[str]]:
     """Revoke a standing project reminder, and revoke it in every session where it still
-    waits; returns the ids of those sessions.
+    waits; returns its status in the project (``revoked``, or ``already_revoked``) and the ids
+    of the sessions it was revoked in now.
 
     Raises:
         QueueError: ``unknown_reminder_id`` when the project has no such reminder.
     """
     if await store.load_session(PROJECT_SESSION) is None:
         raise UnknownReminderIdError(f"the project has no standing reminder {reminder_id!r}")
-    await store.revoke(PROJECT_SESSION, reminder_id)
+    status = await store.revoke(PROJECT_SESSION, reminder_id)
     revoked = []
     for info in await store.list_sessions():
         sid = info.session_id
         if is_project_session(sid):
             continue
         try:
-            status = await store.revoke(sid, reminder_id)
+            done = await store.revoke(sid, reminder_id)
         except QueueError:  # delivered there already, or never queued
             continue
-        if status == "revoked":
+        if done == "revoked":
             revoked.append(sid)
-    return revoked
+    return status, revoked
 
 
 async def latest_session(store: Store) -> str | None:

@@ -49,7 +49,9 @@ async def test_a_project_reminder_reaches_every_session_now_and_later(tmp_path: 
                 "Deploys are frozen.",
             ]
             # revoked: no longer standing, and taken back where it waits
-            assert sorted(await client.revoke_project(rid)) == ["a", "b"]
+            status, where = await client.revoke_project(rid)
+            assert (status, sorted(where)) == ("revoked", ["a", "b"])
+            assert await client.revoke_project(rid) == ("already_revoked", [])
             assert [r["body"] for r in await client.pending("b")] == ["Deploys are frozen."]
             with pytest.raises(RpcError) as unknown:
                 await client.revoke_project("no-such-id")

@@ -208,3 +208,39 @@ def test_settings_paths(tmp_path: Path) -> None:
     assert settings_path("claude-code", "local", project=project, env=env) == Path(
         "/p/.claude/settings.local.json"
     )
+
+
+def test_settings_in_process(tmp_path: Path) -> None:
+    """The settings editing itself, in this process: every agent's format, a file whose
+    hooks are not a table of lists, and the names the agents go by."""
+    from agent_reminders import ConfigError
+    from agent_reminders.integrations import _agent_settings
+    from agent_reminders.integrations.agents import agent_module
+
+    with pytest.raises(ConfigError, match="unknown agent 'nope'"):
+        agent_module("nope")
+    with pytest.raises(ConfigError, match="unknown agent"):
+        settings_path("nope", "project", project=tmp_path)
+    env = {"HOME": str(tmp_path / "h"), "GEMINI_CLI_HOME": str(tmp_path / "g")}
+    gemini_user = settings_path("gemini-cli", "user", project=tmp_path, env=env)
+    assert gemini_user == tmp_path / "g" / ".gemini" / "settings.json"
+    for name in AGENTS:
+        spec = agent_module(name).SETTINGS
+        path = settings_path(name, "project", project=tmp_path / name, env=env)
+        done = _agent_settings.install(path, spec, command=f"run hook {name}")
+        assert done.events == spec.events
+        assert done.backup is None
+        again = _agent_settings.install(path, spec, command=f"run hook {name}")
+        assert again.events == ()
+        removed = _agent_settings.uninstall(path, spec)
+        assert removed.events == spec.events
+        assert removed.backup is not None
+        assert _agent_settings.uninstall(path, spec).events == ()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"hooks": {"PostToolUse": {"not": "a list"}}}))
+    with pytest.raises(ConfigError, match="'hooks' must map event names to lists"):
+        _agent_settings.install(bad, gemini_cli.SETTINGS)
+    not_object = tmp_path / "list.json"
+    not_object.write_text("[]")
+    with pytest.raises(ConfigError, match="not a readable JSON settings file"):
+        _agent_settings.uninstall(not_object, cursor.SETTINGS)

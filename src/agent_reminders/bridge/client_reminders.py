@@ -94,14 +94,14 @@ class ReminderCalls:
         result = await self.request("session/revoke_reminder", params)
         return str(result["status"])
 
-    async def revoke_project(self, reminder_id: str) -> list[str]:
+    async def revoke_project(self, reminder_id: str) -> tuple[str, list[str]]:
         """``session/revoke_reminder`` with ``"project": true``: the standing project
-        reminder is revoked, and in every session where it still waits; returns those
-        sessions' ids.
+        reminder is revoked, and in every session where it still waits; returns its status
+        (``"revoked"`` or ``"already_revoked"``) and those sessions' ids.
 
         Raises:
             RpcError: ``-32602`` with ``data["reason"]`` ``unknown_reminder_id``.
         """
         params = {"reminderId": reminder_id, "project": True}
         result = await self.request("session/revoke_reminder", params)
-        return [str(s) for s in result["sessionIds"]]
+        return str(result["status"]), [str(s) for s in result["sessionIds"]]

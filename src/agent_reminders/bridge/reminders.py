@@ -176,13 +176,13 @@ async def revoke(bridge: Bridge, params: object, connection: Connection) -> dict
     p = _params(params)
     rid = check_id(check_revoke_id(p.get("reminderId")), "reminderId")
     if _for_project(p, connection):
-        sessions = await project.revoke_project(bridge.store, rid)
+        status, sessions = await project.revoke_project(bridge.store, rid)
         for sid in sessions:
             live = bridge.live.get(sid)
             if live is not None and live.queue is not None:
                 with contextlib.suppress(UnknownReminderIdError):
                     live.queue.revoke(rid)
-        return {"reminderId": rid, "status": "revoked", "sessionIds": sessions}
+        return {"reminderId": rid, "status": status, "sessionIds": sessions}
     session_id = await resolve_session_id(bridge, p, connection)
     live = bridge.live.get(session_id)
     queue = None if live is None else live.queue

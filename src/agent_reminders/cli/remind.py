@@ -381,7 +381,7 @@ def revoke(
 
     async def call(client: BridgeClient, session_id: str | None) -> tuple[str, list[str] | None]:
         if target.project:
-            return "revoked", await client.revoke_project(reminder_id)
+            return await client.revoke_project(reminder_id)
         return await client.revoke(reminder_id, session_id=session_id), None
 
     status, sessions = _run(target, call)
