@@ -27,12 +27,6 @@ _NAMES = {
     "gemini-cli": "Gemini CLI",
     "cursor": "Cursor",
 }
-# the variable each agent sets to its project folder (the installer's project, else cwd)
-_PROJECT_ENV = {
-    "claude-code": "CLAUDE_PROJECT_DIR",
-    "gemini-cli": "GEMINI_PROJECT_DIR",
-    "cursor": "CURSOR_PROJECT_DIR",
-}
 
 # what a person must still do for the agent to run a hook it has just been given
 _AFTER_INSTALL = {
@@ -79,7 +73,9 @@ def _run_command(agent: str) -> Callable[..., None]:
 def _path(agent: str, scope: str, settings: Path | None) -> Path:
     if settings is not None:
         return settings
-    given = os.environ.get(_PROJECT_ENV.get(agent, ""), "")
+    # the agent's own project variable, as its hook reads it, else the current directory
+    names = agent_module(agent).AGENT.project_env
+    given = next((os.environ[n] for n in names if os.environ.get(n)), "")
     project = Path(given or Path.cwd())
     return settings_path(agent, scope, project=project)
 

@@ -20,7 +20,7 @@ The session lives in a store (default ``sqlite:<project>/.agent-reminders/state.
 the session's lease, loaded and saved in one write: two runs of one session never lose each
 other's writes, and a run that fails leaves the store as it was. The path is synchronous —
 no event loop, no async stack — because a hook runs before every prompt and after every tool
-call, as a fresh process each time (see :mod:`.hook_cost`).
+call, as a fresh process each time (``docs/coding-agents.md``, "What a hook run costs").
 """
 
 from __future__ import annotations
@@ -123,12 +123,12 @@ class AgentHooks:
     """
 
     name: str
-    read: Callable[[dict[str, Any]], HookEvent]
+    read: Callable[[object], HookEvent]
     write: Callable[[str, str], str]
     project_env: tuple[str, ...]
-    pre_compact: Literal["instruct", "restate"]
     implicit_start: bool
     compacted: str
+    pre_compact: Literal["instruct", "restate"] = "restate"
     archived: Callable[[str | None], int] | None = None
     project_of: Callable[[Mapping[str, Any]], str | None] | None = None
 
@@ -297,7 +297,7 @@ def map_event(agent: AgentHooks, session: Session, event: HookEvent) -> str:
         # A resumed session keeps what it was told (the agent reloads its transcript); a
         # new, cleared or compacted context gets the session start's facts again.
         again = event.source in ("clear", "compact")
-        session.start(None, again=again, fire=lambda name, p: _STEPS.fire_sync(session, name, p))
+        _STEPS.start_sync(session, None, again=again)
         return _deliver(session, None)
     if action == "prompt":
         return _deliver(session, "iteration_start")

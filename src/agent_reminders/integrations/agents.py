@@ -73,8 +73,10 @@ def settings_path(
     if name not in AGENTS:
         raise ConfigError(f"unknown agent {name!r}; the agents are {', '.join(AGENTS)}")
     if scope not in SCOPES[name]:
+        scopes = ", ".join(SCOPES[name])
         raise ConfigError(
-            f"{name} settings have the scopes {', '.join(SCOPES[name])}; got {scope!r}"
+            f"scope must be one of {scopes}; got {scope!r} ({name} settings have the scopes "
+            f"{scopes})"
         )
     home = Path(given.get("HOME") or Path.home())
     folder = {

@@ -42,9 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._core.envelope import check_style
-from .._core.errors import ConfigError
 from .._core.request import ToolResult
-from . import _agent_hook, _agent_settings, _hook_store
+from . import _agent_hook, _agent_settings, _hook_store, agents
 from ._agent_hook import DEFAULT_STORE, AgentHooks, HookEvent, HookInputError
 from ._agent_settings import SettingsChange, SettingsFile
 
@@ -174,7 +173,7 @@ def _result(data: Mapping[str, Any], event: str) -> ToolResult:
     return _tool_result(event, data.get("tool_response", data.get("error")))
 
 
-def _read(hook_input: dict[str, Any]) -> HookEvent:
+def _read(hook_input: object) -> HookEvent:
     data = check_hook_input(hook_input)
     return _agent_hook.read_event(data, data["session_id"], _ACTIONS, _result)
 
@@ -343,7 +342,7 @@ HOOK_EVENTS = (
     "PreCompact",
     "SubagentStart",
 )
-SCOPES = ("project", "user", "local")
+SCOPES = agents.SCOPES["claude-code"]
 SETTINGS = SettingsFile(agent="claude-code", events=HOOK_EVENTS)
 
 
@@ -351,13 +350,7 @@ def settings_path(scope: str, *, project: Path, home: Path) -> Path:
     """The Claude Code settings file of ``scope``: ``project`` → ``.claude/settings.json``,
     ``local`` → ``.claude/settings.local.json`` (both under ``project``), ``user`` →
     ``~/.claude/settings.json``."""
-    if scope == "project":
-        return project / ".claude" / "settings.json"
-    if scope == "local":
-        return project / ".claude" / "settings.local.json"
-    if scope == "user":
-        return home / ".claude" / "settings.json"
-    raise ConfigError(f"scope must be one of {', '.join(SCOPES)}; got {scope!r}")
+    return agents.settings_path(AGENT.name, scope, project=project, env={"HOME": str(home)})
 
 
 def hook_command() -> str:

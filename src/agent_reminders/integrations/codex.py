@@ -60,7 +60,7 @@ def _result(data: Mapping[str, Any], event: str) -> ToolResult:
     return ToolResult(content=_output_text(data["tool_response"]), ok=True)
 
 
-def _read(hook_input: dict[str, Any]) -> HookEvent:
+def _read(hook_input: object) -> HookEvent:
     data = _agent_hook.checked_input(hook_input, _REQUIRED)
     return _agent_hook.read_event(data, data["session_id"], _ACTIONS, _result)
 
@@ -74,7 +74,6 @@ AGENT = AgentHooks(
     read=_read,
     write=_write,
     project_env=(),
-    pre_compact="restate",
     implicit_start=True,
     compacted=(
         "Codex summarized the earlier conversation; its summary stands in for it. The "

@@ -77,7 +77,7 @@ def _result(data: Mapping[str, Any], event: str) -> ToolResult:
     return _tool_result(_agent_hook.field(data, event, "tool_output"))
 
 
-def _read(hook_input: dict[str, Any]) -> HookEvent:
+def _read(hook_input: object) -> HookEvent:
     data = require(hook_input, "hook_event_name")
     return _agent_hook.read_event(data, _session_id(data), _ACTIONS, _result)
 
@@ -100,7 +100,6 @@ AGENT = AgentHooks(
     read=_read,
     write=_write,
     project_env=("CURSOR_PROJECT_DIR",),
-    pre_compact="restate",
     implicit_start=True,
     compacted=(
         "Cursor summarized the earlier conversation; its summary stands in for it. The "

@@ -67,7 +67,7 @@ def _result(data: Mapping[str, Any], event: str) -> ToolResult:
     return _tool_result(data["tool_response"])
 
 
-def _read(hook_input: dict[str, Any]) -> HookEvent:
+def _read(hook_input: object) -> HookEvent:
     data = _agent_hook.checked_input(hook_input, _REQUIRED)
     return _agent_hook.read_event(data, data["session_id"], _ACTIONS, _result)
 
@@ -81,7 +81,6 @@ AGENT = AgentHooks(
     read=_read,
     write=_write,
     project_env=("GEMINI_PROJECT_DIR",),
-    pre_compact="restate",  # never asked: no event is read as a compaction
     implicit_start=True,
     compacted=(
         "Gemini CLI compressed the earlier conversation; its summary stands in for it. The "

@@ -139,10 +139,11 @@ class Steps:
 
     # -- 1. start -----------------------------------------------------------------------------
 
-    def start_sync(self, session: Session, task: str | None) -> bool:
+    def start_sync(self, session: Session, task: str | None, *, again: bool = False) -> bool:
         """``session_start`` with ``task`` unless the session has started (see
-        :meth:`Session.start`); returns whether it fired."""
-        return session.start(task, fire=functools.partial(self.fire_sync, session))
+        :meth:`Session.start`, also for ``again``); returns whether it fired."""
+        fire = functools.partial(self.fire_sync, session)
+        return session.start(task, again=again, fire=fire)
 
     async def start(self, session: Session, task: str | None, *, again: bool = False) -> bool:
         """:meth:`start_sync` for async hosts (``again``: see :meth:`Session.start`)."""
