@@ -1,5 +1,7 @@
 """The prompt-cache audit (docs/audit.md): read successive model requests, find every prefix break,
-and measure cache reuse under four cache models.
+and measure cache reuse under four cache models; from the provider's own numbers (coding agents'
+session files, request/response pairs, a request log with usage), find every cache miss, its
+cause and its cost.
 
 Example:
     >>> from agent_reminders.audit import audit_requests
@@ -13,15 +15,19 @@ Example:
 from __future__ import annotations
 
 from .._core.errors import AuditError
+from .billed import CAUSES, BilledReport, BilledRow, Call, Cause, Miss, analyze
 from .cache_models import MODELS, CacheModel
 from .html import render_html
+from .prices import PRICES_AS_OF, Price, PriceTable
 from .readers import FORMAT_OPTIONS, FORMATS, Format
 from .report import (
     PRICES,
     AuditBreak,
     AuditReport,
     BreakReason,
+    ReportFormat,
     RequestRow,
+    audit_directory,
     audit_file,
     audit_requests,
     print_table,
@@ -29,6 +35,18 @@ from .report import (
 from .tokenizers import DEFAULT_ENCODING, FALLBACK, Tokenizer, load_tokenizer
 
 __all__ = [
+    "CAUSES",
+    "PRICES_AS_OF",
+    "BilledReport",
+    "BilledRow",
+    "Call",
+    "Cause",
+    "Miss",
+    "Price",
+    "PriceTable",
+    "ReportFormat",
+    "analyze",
+    "audit_directory",
     "AuditBreak",
     "AuditError",
     "AuditReport",

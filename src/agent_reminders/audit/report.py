@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -13,11 +13,14 @@ from .._core.channels import is_downgrade
 from .._core.envelope import check_append_only
 from .._core.errors import AuditError, ConfigError
 from .cache_models import MODELS, CacheModel, CacheSimulator
-from .readers import Format, Piece, PromptSequence, RequestReader, read_lines
+from .readers import PromptSequence, RequestReader, read_lines
 from .tokenizers import DEFAULT_ENCODING, load_tokenizer
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from .billed import BilledReport
+    from .prices import PriceTable
 
 __all__ = [
     "AuditBreak",
@@ -26,9 +29,18 @@ __all__ = [
     "PRICES",
     "RequestRow",
     "audit_file",
+    "audit_directory",
     "audit_requests",
+    "ReportFormat",
+    "first_difference",
     "print_table",
 ]
+
+ReportFormat = Literal[
+    "openai_chat", "openai_responses", "anthropic", "log", "claude_code", "codex", "directory"
+]
+"""A report's ``format``: a format of request bodies, a coding agent's session files, or a
+folder of them."""
 
 BreakReason = Literal[
     "message_changed", "messages_removed", "system_changed", "tools_changed", "channel_downgraded"
@@ -105,7 +117,10 @@ class AuditReport:
     ``--json`` object (docs/audit.md, "The figures").
 
     Attributes:
-        format: ``openai_chat``, ``openai_responses``, ``anthropic`` or ``log``.
+        format: ``openai_chat``, ``openai_responses``, ``anthropic`` or ``log`` (request
+            bodies: ``{request, response}`` pairs report their requests' format);
+            ``claude_code`` or ``codex`` (a coding agent's session file: no request bodies,
+            so no request-side figures); ``directory`` (every session file under a folder).
         encoding: The tokenizer used: a tiktoken encoding, or ``bytes/4`` (the fallback).
         rows: One :class:`RequestRow` per request, in input order.
         prefix_breaks: Every break, in request order.
@@ -113,9 +128,12 @@ class AuditReport:
         price_write: The price of a token written to Anthropic's cache.
         tokenizer_note: Why the fallback tokenizer was used, when it was not asked for.
         source: The file read (``"-"``: standard input), when one was.
+        billed: What the provider billed, per request, with every cache miss, its cause and
+            its cost — when the input carries the provider's numbers (``None`` otherwise).
+        files: The session files read, for a ``directory`` report.
     """
 
-    format: Format
+    format: ReportFormat
     encoding: str
     rows: tuple[RequestRow, ...]
     prefix_breaks: tuple[AuditBreak, ...]
@@ -123,6 +141,8 @@ class AuditReport:
     price_write: float = PRICES["write"]
     tokenizer_note: str | None = None
     source: str | None = None
+    billed: BilledReport | None = None
+    files: tuple[str, ...] = ()
     _sums: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -136,6 +156,8 @@ class AuditReport:
     @property
     def requests(self) -> int:
         """How many requests were read."""
+        if not self.rows and self.billed is not None:
+            return len(self.billed.rows)
         return len(self.rows)
 
     @property
@@ -197,7 +219,14 @@ class AuditReport:
             >>> report.to_json()["prefix_breaks"], report.to_json()["uncached_over_final"]
             ([], 1.0)
         """
-        return {
+        if not self.rows:  # session files: only the provider's numbers
+            out: dict[str, Any] = {"format": self.format, "requests": self.requests}
+            if self.files:
+                out["files"] = list(self.files)
+            if self.billed is not None:
+                out["billed"] = self.billed.to_json()
+            return out
+        out = {
             "format": self.format,
             "encoding": self.encoding,
             "requests": self.requests,
@@ -211,6 +240,47 @@ class AuditReport:
             "directive_tokens": self.directive_tokens,
             "directive_overhead": round(self.directive_overhead, 4),
         }
+        if self.billed is not None:
+            out["billed"] = self.billed.to_json()
+        return out
+
+
+def first_difference(old: PromptSequence, new: PromptSequence) -> tuple[int, BreakReason] | None:
+    """Where ``new`` stops extending ``old``: ``(message, reason)``, ``message`` ``-1`` for the
+    tools or the system prompt; ``None`` when ``new`` begins with all of ``old``.
+
+    Example:
+        >>> from agent_reminders.audit.readers import RequestReader
+        >>> read = RequestReader().read
+        >>> a = read({"messages": [{"role": "user", "content": "hi"}]}, "a")
+        >>> b = read({"messages": [{"role": "user", "content": "yo"}]}, "b")
+        >>> first_difference(a, b), first_difference(a, a)
+        ((0, 'message_changed'), None)
+    """
+    if (None if old.tools is None else old.tools.digest) != (
+        None if new.tools is None else new.tools.digest
+    ):
+        return -1, "tools_changed"
+    old_system = "".join(p.digest.hex() for p in old.system)
+    system = "".join(p.digest.hex() for p in new.system)
+    old_messages = [p.digest for p in old.messages]
+    messages = [p.digest for p in new.messages]
+    if old_system == system and messages[: len(old_messages)] == old_messages:
+        return None
+    # The rule (and its reasons) lives in check_append_only; it compares the hashes.
+    found = check_append_only(
+        [
+            {"system": old_system, "messages": [{"h": h.hex()} for h in old_messages]},
+            {"system": system, "messages": [{"h": h.hex()} for h in messages]},
+        ]
+    )[0]
+    message = -1 if found.message_index is None else found.message_index
+    reason: BreakReason = found.reason
+    if reason == "message_changed" and is_downgrade(
+        old.messages[message].value, new.messages[message].value
+    ):
+        reason = "channel_downgraded"
+    return message, reason
 
 
 class _Breaks:
@@ -218,39 +288,17 @@ class _Breaks:
     of a file that is not a request log) and names the first difference."""
 
     def __init__(self) -> None:
-        self._last: dict[str | None, tuple[bytes | None, str, list[bytes], tuple[Piece, ...]]] = {}
+        self._last: dict[str | None, PromptSequence] = {}
 
     def check(self, index: int, line: int | None, seq: PromptSequence) -> AuditBreak | None:
-        tools = None if seq.tools is None else seq.tools.digest
-        system = "".join(p.digest.hex() for p in seq.system)
-        messages = [p.digest for p in seq.messages]
         previous = self._last.get(seq.session_id)
-        self._last[seq.session_id] = (tools, system, messages, seq.messages)
-        if previous is None:
+        self._last[seq.session_id] = seq
+        found = None if previous is None else first_difference(previous, seq)
+        if found is None:
             return None
-        old_tools, old_system, old_messages, old_pieces = previous
-        session = seq.session_id
-        if old_tools != tools:
-            return AuditBreak(
-                request=index, message=-1, reason="tools_changed", session_id=session, line=line
-            )
-        if old_system == system and messages[: len(old_messages)] == old_messages:
-            return None
-        # The rule (and its reasons) lives in check_append_only; it compares the hashes.
-        found = check_append_only(
-            [
-                {"system": old_system, "messages": [{"h": h.hex()} for h in old_messages]},
-                {"system": system, "messages": [{"h": h.hex()} for h in messages]},
-            ]
-        )[0]
-        message = -1 if found.message_index is None else found.message_index
-        reason: BreakReason = found.reason
-        if reason == "message_changed" and is_downgrade(
-            old_pieces[message].value, seq.messages[message].value
-        ):
-            reason = "channel_downgraded"
+        message, reason = found
         return AuditBreak(
-            request=index, message=message, reason=reason, session_id=session, line=line
+            request=index, message=message, reason=reason, session_id=seq.session_id, line=line
         )
 
 
@@ -264,6 +312,20 @@ def _price(value: float | None, name: str, default: float) -> float:
     return float(value)
 
 
+def _request_bodies(
+    objects: list[tuple[int, object]], where: Callable[[int], str]
+) -> list[tuple[int, object]]:
+    """The request of each ``{request, response}`` pair."""
+    bodies = []
+    for number, obj in objects:
+        if not (isinstance(obj, Mapping) and "request" in obj and "response" in obj):
+            raise AuditError(
+                f"{where(number)}: not a {{request, response}} pair like the lines before it"
+            )
+        bodies.append((number, obj["request"]))
+    return bodies
+
+
 def _audit(
     items: Iterable[tuple[int, object]],
     where: Callable[[int], str],
@@ -274,14 +336,44 @@ def _audit(
     price_read: float | None,
     price_write: float | None,
     source: str | None,
+    prices: PriceTable | None = None,
 ) -> AuditReport:
+    from .billed import Call, analyze
+    from .sources import detect, log_call, pair_call, read_claude_code, read_codex
+
     read_price = _price(price_read, "price-read", PRICES["read"])
     write_price = _price(price_write, "price-write", PRICES["write"])
     reader = RequestReader(format)
     tokenizer = load_tokenizer(encoding)
+    objects = list(items)
+    kind = detect(objects)
+    name = "the input" if source is None else ("stdin" if source == "-" else source)
+    if kind in ("claude_code", "codex"):
+        if format != "auto":
+            raise AuditError(
+                f"{name}: a {kind.replace('_', ' ')} session file, not request bodies of "
+                f"--format {format}; leave --format out"
+            )
+        label = name if source is not None else "requests"
+        read = read_claude_code if kind == "claude_code" else read_codex
+        found = read(objects, label)
+        if not found:
+            raise AuditError(f"{name} holds no billed model request (no usage in it)")
+        return AuditReport(
+            format=kind,
+            encoding=tokenizer.name,
+            rows=(),
+            prefix_breaks=(),
+            price_read=read_price,
+            price_write=write_price,
+            source=source,
+            billed=analyze(found, prices),
+        )
+    bodies = _request_bodies(objects, where) if kind == "pairs" else objects
     simulator, breaks = CacheSimulator(tokenizer), _Breaks()
     rows: list[RequestRow] = []
-    for number, body in items:
+    calls: list[Call] = []
+    for (number, body), (_, obj) in zip(bodies, objects, strict=True):
         line = number if from_file else None
         seq = reader.read(body, where(number), line=line)
         index = len(rows)
@@ -298,9 +390,18 @@ def _audit(
                 prefix_break=breaks.check(index, line, seq),
             )
         )
+        if isinstance(obj, Mapping) and (kind == "pairs" or "usage" in obj):
+            make = pair_call if kind == "pairs" else log_call
+            call = make(obj, seq, index=index, where=where(number), source=source, line=line)
+            if call is not None:
+                calls.append(call)
     if not rows:
-        name = "the input" if source is None else ("stdin" if source == "-" else source)
         raise AuditError(f"{name} holds no requests (one JSON object per line)")
+    billed = None
+    if calls:
+        model: Mapping[str, CacheModel] = {"anthropic": "anthropic", "openai": "openai"}
+        predicted = {c.index: rows[c.index].cached[model[c.provider]] for c in calls}
+        billed = analyze(calls, prices, predicted=predicted)
     return AuditReport(
         format=reader.format,
         encoding=tokenizer.name,
@@ -310,6 +411,7 @@ def _audit(
         price_write=write_price,
         tokenizer_note=tokenizer.note,
         source=source,
+        billed=billed,
     )
 
 
@@ -320,16 +422,21 @@ def audit_requests(
     encoding: str = DEFAULT_ENCODING,
     price_read: float | None = None,
     price_write: float | None = None,
+    prices: PriceTable | None = None,
 ) -> AuditReport:
-    """Audit successive model requests given as parsed JSON bodies (or request-log lines).
+    """Audit successive model requests given as parsed JSON objects.
 
     Args:
-        requests: OpenAI Chat or Responses bodies, Anthropic Messages bodies, or lines of the
-            library's request log — all of one format.
+        requests: OpenAI Chat or Responses bodies, Anthropic Messages bodies, lines of the
+            library's request log, ``{request, response}`` pairs, or the entries of a Claude
+            Code transcript or a Codex rollout — all of one kind.
         format: ``auto`` (detected), ``openai``, ``anthropic`` or ``log``.
         encoding: A tiktoken encoding, or ``bytes/4`` for the fallback.
-        price_read: A cached token's price (default 0.1 of an uncached one).
-        price_write: An Anthropic cache write's price (default 1.25).
+        price_read: A cached token's price in the request-side cost ratio (default 0.1 of an
+            uncached one).
+        price_write: An Anthropic cache write's price there (default 1.25).
+        prices: The price table the provider's numbers are billed at (default: the
+            published prices, :meth:`PriceTable.default`).
 
     Raises:
         AuditError: ``RMD-111`` naming the request (``requests[3]``) that is not one.
@@ -351,6 +458,7 @@ def audit_requests(
         price_read=price_read,
         price_write=price_write,
         source=None,
+        prices=prices,
     )
 
 
@@ -361,11 +469,17 @@ def audit_file(
     encoding: str = DEFAULT_ENCODING,
     price_read: float | None = None,
     price_write: float | None = None,
+    prices: PriceTable | None = None,
 ) -> AuditReport:
-    """Audit a JSON Lines file of successive model requests (``"-"``: standard input).
+    """Audit a JSON Lines file (``"-"``: standard input), or every session file under a
+    folder.
 
-    Blank lines are skipped; every other line must be one request of the file's format. The
-    whole file is read before anything is reported.
+    A file holds successive model requests (bodies, request-log lines or ``{request,
+    response}`` pairs) or is a coding agent's session file (a Claude Code transcript, a Codex
+    rollout); which, is detected. Blank lines are skipped; every other line must fit the
+    file's kind. The whole file is read before anything is reported. A folder: every
+    ``*.jsonl`` under it (a Claude Code project folder, a Codex sessions folder), the
+    provider's numbers aggregated across sessions (:func:`audit_directory`).
 
     Raises:
         AuditError: ``RMD-111`` naming the line that is not valid JSON, not an object, not a
@@ -374,6 +488,8 @@ def audit_file(
         OSError: the file cannot be read.
     """
     source = str(path_or_dash)
+    if source != "-" and Path(source).is_dir():
+        return audit_directory(source, prices=prices, encoding=encoding)
     label = "stdin" if source == "-" else source
     lines: Iterator[tuple[int, object]] = read_lines(path_or_dash, name=label)
     return _audit(
@@ -385,6 +501,49 @@ def audit_file(
         price_read=price_read,
         price_write=price_write,
         source=source,
+        prices=prices,
+    )
+
+
+def audit_directory(
+    folder: str | Path, *, prices: PriceTable | None = None, encoding: str = DEFAULT_ENCODING
+) -> AuditReport:
+    """Every ``*.jsonl`` under ``folder`` (searched recursively, in name order), the
+    provider's numbers of all of them in one report: each file's requests keep their
+    session (a file without session ids is a session of its own), so misses are found per
+    conversation and counted across sessions.
+
+    Raises:
+        AuditError: ``RMD-111``: a file that is not a session file or a request log, naming
+            it and the line; a folder with no ``*.jsonl`` or no billed request.
+    """
+    from .billed import Call, analyze
+
+    root = Path(folder)
+    files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+    if not files:
+        raise AuditError(f"{folder}: no *.jsonl file under this folder")
+    calls: list[Call] = []
+    read: list[str] = []
+    for path in files:
+        report = audit_file(path, encoding=encoding, prices=prices)
+        if report.billed is None:
+            continue  # request bodies without the provider's numbers
+        read.append(str(path))
+        for row in report.billed.rows:
+            call = row.call
+            session = call.session if call.session is not None else str(path)
+            calls.append(replace(call, index=len(calls), session=session))
+    if not calls:
+        raise AuditError(f"{folder}: no file under it holds the provider's numbers (usage)")
+    return AuditReport(
+        format="directory",
+        encoding=encoding,
+        rows=(),
+        prefix_breaks=(),
+        source=str(folder),
+        billed=analyze(calls, prices),
+        files=tuple(read),
     )
 
 
@@ -397,7 +556,8 @@ _RULES: dict[CacheModel, str] = {
 
 
 def print_table(report: AuditReport, console: Console, *, max_breaks: int = 20) -> None:
-    """Print the report as ``rich`` tables: the totals, the cache models, the breaks.
+    """Print the report as ``rich`` tables: the totals, the cache models, the breaks — and,
+    when the input has them, the provider's numbers with every miss.
 
     On a console that is not a terminal rich prints the same tables without colour.
     """
@@ -405,6 +565,10 @@ def print_table(report: AuditReport, console: Console, *, max_breaks: int = 20) 
     from rich.text import Text
 
     title = "prompt-cache audit" + (f" of {report.source}" if report.source else "")
+    if not report.rows:
+        if report.billed is not None:
+            _print_billed(report, console, title=f"{title} ({report.format})")
+        return
     totals = Table(title=title, show_header=False, title_justify="left")
     totals.add_column("figure")
     totals.add_column("value", justify="right")
@@ -454,5 +618,70 @@ def print_table(report: AuditReport, console: Console, *, max_breaks: int = 20) 
         console.print(table)
         if breaks > max_breaks:
             console.print(f"… and {breaks - max_breaks} more (--json lists them all)")
+    if report.billed is not None:
+        _print_billed(report, console, title="what the provider billed")
     if report.tokenizer_note:
         console.print(Text(f"note: token counts are bytes/4: {report.tokenizer_note}"))
+
+
+def _dollars(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"${value:,.4f}" if value < 10 else f"${value:,.2f}"
+
+
+def _print_billed(report: AuditReport, console: Console, *, title: str, most: int = 20) -> None:
+    """The provider's numbers: totals, the misses with cause and cost, the causes."""
+    from rich.table import Table
+    from rich.text import Text
+
+    billed = report.billed
+    assert billed is not None
+    misses = billed.misses
+    totals = Table(title=title, show_header=False, title_justify="left")
+    totals.add_column("figure")
+    totals.add_column("value", justify="right")
+    if report.files:
+        totals.add_row("session files", f"{len(report.files):,}")
+    totals.add_row("requests", f"{len(billed.rows):,}")
+    totals.add_row("input tokens read from the cache", f"{billed.total('read'):,}")
+    totals.add_row("input tokens written to the cache", f"{billed.total('written'):,}")
+    totals.add_row("input tokens uncached", f"{billed.total('uncached'):,}")
+    totals.add_row("read ÷ all input", f"{billed.read_share:.2%}")
+    totals.add_row("cost", _dollars(billed.cost))
+    totals.add_row("cost with no miss", _dollars(billed.cost - billed.miss_cost))
+    tone = "bold red" if misses else "green"
+    totals.add_row(
+        "cache misses (share of cost)",
+        Text(f"{len(misses)} ({billed.miss_share:.2%})", style=tone),
+    )
+    if billed.unpriced:
+        totals.add_row("not priced (no price known)", ", ".join(billed.unpriced))
+    console.print(totals)
+    if not misses:
+        return
+    table = Table(title="cache misses", title_justify="left")
+    for name in ("request", "line", "session", "cause", "tokens", "cost", "what happened"):
+        table.add_column(name, justify="right" if name in ("tokens", "cost") else "left")
+    rows = {r.call.index: r.call for r in billed.rows}
+    for miss in misses[:most]:
+        call = rows[miss.request]
+        session = (call.session or "")[:12] + (f" / {call.agent}" if call.agent else "")
+        table.add_row(
+            str(miss.request),
+            "" if call.line is None else str(call.line),
+            Text(session),
+            miss.cause,
+            f"{miss.tokens:,}",
+            _dollars(miss.cost),
+            Text(miss.detail),
+        )
+    console.print(table)
+    if len(misses) > most:
+        console.print(f"… and {len(misses) - most} more (--json lists them all)")
+    causes = Table(title="misses by cause", title_justify="left")
+    for name in ("cause", "misses", "tokens", "cost"):
+        causes.add_column(name, justify="left" if name == "cause" else "right")
+    for cause, entry in billed.by_cause().items():
+        causes.add_row(cause, str(entry["misses"]), f"{entry['tokens']:,}", _dollars(entry["cost"]))
+    console.print(causes)

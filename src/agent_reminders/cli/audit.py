@@ -33,8 +33,10 @@ def audit(
     file: Annotated[
         str,
         typer.Argument(
-            help="JSON Lines of successive requests: OpenAI Chat or Responses bodies, "
-            "Anthropic Messages bodies, or this library's request log; '-' reads stdin.",
+            help="JSON Lines of successive requests (OpenAI Chat or Responses bodies, "
+            "Anthropic Messages bodies, {request, response} pairs, this library's request "
+            "log), a Claude Code transcript or a Codex rollout; a folder of them (every "
+            "*.jsonl under it); '-' reads stdin.",
             show_default=False,
         ),
     ],
@@ -61,6 +63,46 @@ def audit(
             "--fail-on-break", help="Exit 1 when any prefix break is found (errors exit 2)."
         ),
     ] = False,
+    fail_on_miss: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-miss",
+            help="Exit 1 when the provider's numbers show a cache miss (beyond --max-misses "
+            "or --max-miss-share, when given).",
+        ),
+    ] = False,
+    max_misses: Annotated[
+        int | None,
+        typer.Option(
+            "--max-misses", min=0, help="With --fail-on-miss: allow up to this many misses."
+        ),
+    ] = None,
+    max_miss_share: Annotated[
+        float | None,
+        typer.Option(
+            "--max-miss-share",
+            min=0.0,
+            max=1.0,
+            help="With --fail-on-miss: allow misses costing up to this share of the bill "
+            "(0.05 = 5 %).",
+        ),
+    ] = None,
+    ignore_cause: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-cause",
+            help="A cause --fail-on-miss does not count (repeatable), e.g. compaction.",
+        ),
+    ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            help="A TOML or JSON file of model prices per million tokens, on top of the "
+            'published ones: ["claude-sonnet-4"] input = 3.0, output = 15.0, read = 0.1, '
+            "write_5m = 1.25, write_1h = 2.0.",
+        ),
+    ] = None,
     price_read: Annotated[
         float | None,
         typer.Option("--price-read", help="Price of a cached token (1.0 = uncached; default 0.1)."),
@@ -73,10 +115,13 @@ def audit(
     ] = None,
 ) -> None:
     """Audit successive model requests: every prefix break, and prompt-cache reuse under the
-    exact, OpenAI, Anthropic and vLLM cache models.
+    exact, OpenAI, Anthropic and vLLM cache models; where the input has the provider's own
+    numbers (a Claude Code transcript, a Codex rollout, request/response pairs, a request
+    log with usage), every cache miss, its cause and its cost.
 
-    Exit codes: 0 a clean run (without --fail-on-break, also a run that found breaks); 1 a
-    prefix break with --fail-on-break, after the report is printed; 2 an error, with nothing
+    Exit codes: 0 a clean run (without --fail-on-break / --fail-on-miss, also a run that
+    found breaks or misses); 1 a prefix break with --fail-on-break, or a miss beyond the
+    limits with --fail-on-miss, after the report is printed; 2 an error, with nothing
     reported: input that is not successive requests, a file that cannot be read, a bad
     option. An error is one line on stderr, error: RMD-NNN: ..., naming the line or the file
     (agent-reminders explain RMD-NNN says more).
@@ -84,17 +129,34 @@ def audit(
     from rich.console import Console
 
     from .._core.errors import AuditError, ConfigError
-    from ..audit import audit_file, print_table, render_html
+    from ..audit import CAUSES, PriceTable, audit_file, print_table, render_html
 
     if html is not None:
         _check_html(html)
+    ignored = set(ignore_cause or ())
+    for cause in sorted(ignored - set(CAUSES)):
+        raise ConfigError(
+            f"--ignore-cause {cause!r}: not a cause; the causes are {', '.join(CAUSES)}"
+        )
+    table = PriceTable.default() if prices is None else PriceTable.default().load(prices)
     try:
         report = audit_file(
-            file, format=format, encoding=encoding, price_read=price_read, price_write=price_write
+            file,
+            format=format,
+            encoding=encoding,
+            price_read=price_read,
+            price_write=price_write,
+            prices=table,
         )
     except OSError as exc:  # the input itself: missing, a folder, not readable
         name = "stdin" if file == "-" else file
         raise AuditError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    gate = fail_on_miss or max_misses is not None or max_miss_share is not None
+    if gate and report.billed is None:
+        raise AuditError(
+            f"--fail-on-miss: {file} has no provider numbers (usage) to find misses in; "
+            "it needs a session file, {request, response} pairs or a request log with usage"
+        )
     if html is not None:
         try:
             html.write_text(render_html(report), encoding="utf-8")
@@ -110,4 +172,12 @@ def audit(
     if html is not None:
         typer.echo(f"wrote {html}", err=True)
     if fail_on_break and report.prefix_breaks:
+        raise typer.Exit(BREAK_EXIT)
+    if (
+        gate
+        and report.billed is not None
+        and report.billed.fails(
+            max_misses=max_misses, max_share=max_miss_share, ignore=frozenset(ignored)
+        )
+    ):
         raise typer.Exit(BREAK_EXIT)

@@ -1,0 +1,357 @@
+"""Inputs that carry the provider's own numbers (docs/audit.md, "Inputs"): coding agents'
+session files, ``{request, response}`` pairs, and usage in the library's request log.
+
+- **Claude Code transcripts** (``~/.claude/projects/<project>/<session>.jsonl``, and a
+  sub-agent's ``<session>/subagents/agent-<id>.jsonl``): each ``assistant`` entry carries the
+  API response's ``message.id``, ``model`` and ``usage``; one response written as several
+  entries (one per content block) is one request. A ``compact_boundary`` system entry marks a
+  compaction; ``isSidechain`` / ``agentId`` mark a sub-agent's conversation.
+- **Codex CLI rollouts** (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): each
+  ``token_count`` event's ``info.last_token_usage`` is one request (``input_tokens`` include
+  ``cached_input_tokens``); ``turn_context`` names the model, ``compacted`` marks a compaction.
+- **Pairs**: one ``{"request": body, "response": body}`` per line, as a logging proxy writes
+  them (optional ``timestamp`` and ``session_id``); the response's ``usage`` is Anthropic's,
+  OpenAI Chat's or OpenAI Responses'.
+- **The request log** with ``usage`` (and ``model``, ``timestamp``) on its lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .._core.errors import AuditError
+from .billed import Call, Provider
+from .readers import PromptSequence
+
+__all__ = [
+    "SessionFormat",
+    "call_from_usage",
+    "detect",
+    "read_claude_code",
+    "read_codex",
+]
+
+SessionFormat = Literal["claude_code", "codex"]
+Detected = Literal["claude_code", "codex", "pairs", "requests"]
+
+_CLAUDE_CODE_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "attachment",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "custom-title",
+        "tag",
+    }
+)
+_CODEX_TYPES = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+)
+
+
+def detect(objects: Sequence[tuple[int, object]]) -> Detected:
+    """What a file of JSON lines is, from its first object (every format has a telling
+    shape there): a Claude Code transcript, a Codex rollout, ``{request, response}`` pairs,
+    or request bodies (the formats of :class:`~agent_reminders.audit.readers.RequestReader`).
+    """
+    for _, obj in objects:
+        if not isinstance(obj, Mapping):
+            return "requests"  # the reader names the line
+        if "request" in obj and "response" in obj:
+            return "pairs"
+        kind = obj.get("type")
+        if kind in _CODEX_TYPES and "payload" in obj:
+            return "codex"
+        if (
+            kind in _CLAUDE_CODE_TYPES
+            and "messages" not in obj
+            and ("sessionId" in obj or "uuid" in obj or "leafUuid" in obj or "message" in obj)
+        ):
+            return "claude_code"
+        return "requests"
+    return "requests"
+
+
+def _count(value: object, where: str, name: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise AuditError(f"{where}: {name} must be a count of tokens, not {value!r}")
+    return value
+
+
+def _when(value: object, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise AuditError(f"{where}: timestamp must be an ISO 8601 string, not {value!r}")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise AuditError(f"{where}: timestamp {value!r} is not ISO 8601") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _reason(diagnostics: object) -> str | None:
+    if not isinstance(diagnostics, Mapping):
+        return None
+    reason = diagnostics.get("cache_miss_reason")
+    if isinstance(reason, Mapping) and isinstance(reason.get("type"), str):
+        return str(reason["type"])
+    return None
+
+
+def call_from_usage(
+    usage: Mapping[str, Any],
+    *,
+    index: int,
+    where: str,
+    model: str | None = None,
+    provider: Provider | None = None,
+    **fields: Any,
+) -> Call:
+    """A :class:`Call` from one ``usage`` object of any shape the audit reads:
+
+    - Anthropic's (``input_tokens`` uncached, ``cache_read_input_tokens``,
+      ``cache_creation_input_tokens``, ``cache_creation.ephemeral_1h_input_tokens``);
+    - OpenAI Chat's (``prompt_tokens`` with ``prompt_tokens_details.cached_tokens``) and
+      Responses' (``input_tokens`` with ``input_tokens_details.cached_tokens``);
+    - a Codex ``token_count`` (``input_tokens`` with ``cached_input_tokens``);
+    - this library's ``Usage.to_dict()`` (``input_tokens`` the whole prompt,
+      ``cached_input_tokens``, ``cache_write_tokens``, ``cache_miss_reason``).
+
+    Raises:
+        AuditError: a figure that is not a count of tokens, naming ``where``.
+    """
+    output = _count(usage.get("output_tokens", usage.get("completion_tokens")), where, "output")
+    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+        created = usage.get("cache_creation")
+        one_hour = created.get("ephemeral_1h_input_tokens") if isinstance(created, Mapping) else 0
+        return Call(
+            index=index,
+            provider="anthropic",
+            uncached=_count(usage.get("input_tokens"), where, "input_tokens"),
+            read=_count(usage.get("cache_read_input_tokens"), where, "cache_read_input_tokens"),
+            written=_count(
+                usage.get("cache_creation_input_tokens"), where, "cache_creation_input_tokens"
+            ),
+            written_1h=_count(one_hour, where, "ephemeral_1h_input_tokens"),
+            output=output,
+            model=model,
+            **fields,
+        )
+    # OpenAI, Codex and the library's Usage: input_tokens (prompt_tokens) is the whole prompt
+    whole = _count(usage.get("prompt_tokens", usage.get("input_tokens")), where, "input_tokens")
+    details = usage.get("prompt_tokens_details", usage.get("input_tokens_details"))
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    read = _count(usage.get("cached_input_tokens") if cached is None else cached, where, "cached")
+    written = _count(usage.get("cache_write_tokens"), where, "cache_write_tokens")
+    reason = usage.get("cache_miss_reason")
+    if isinstance(reason, str):
+        fields = {"provider_reason": reason, **fields}
+    kind = provider or ("anthropic" if usage.get("cache_write_tokens") is not None else "openai")
+    return Call(
+        index=index,
+        provider=kind,
+        uncached=max(0, whole - read - written),
+        read=read,
+        written=written,
+        output=output,
+        model=model,
+        **fields,
+    )
+
+
+def _where(source: str, line: int) -> str:
+    return f"{source} line {line}"
+
+
+def read_claude_code(
+    objects: Sequence[tuple[int, object]], source: str, start: int = 0
+) -> list[Call]:
+    """The requests of one Claude Code transcript file, in order.
+
+    Raises:
+        AuditError: a line that is not a transcript entry, or usage that is not counts.
+    """
+    calls: list[Call] = []
+    seen: dict[str, int] = {}  # message id -> position in calls
+    compacted: set[tuple[str | None, str | None]] = set()
+    for number, obj in objects:
+        where = _where(source, number)
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("type"), str):
+            raise AuditError(
+                f"{where}: not a Claude Code transcript entry (no 'type')", line=number
+            )
+        session = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None
+        agent = obj.get("agentId") if isinstance(obj.get("agentId"), str) else None
+        if agent is None and obj.get("isSidechain") is True:
+            agent = "sidechain"
+        chain = (session, agent)
+        if obj["type"] == "system" and obj.get("subtype") == "compact_boundary":
+            compacted.add(chain)
+            continue
+        if obj["type"] != "assistant":
+            continue
+        message = obj.get("message")
+        if not isinstance(message, Mapping) or not isinstance(message.get("usage"), Mapping):
+            continue
+        model = message.get("model")
+        if model == "<synthetic>" or obj.get("isApiErrorMessage"):
+            continue  # written by Claude Code itself, never billed
+        ident = message.get("id") or obj.get("requestId") or obj.get("uuid")
+        call = call_from_usage(
+            message["usage"],
+            index=start + len(calls),
+            where=where,
+            model=model if isinstance(model, str) else None,
+            compacted=chain in compacted,
+            timestamp=_when(obj.get("timestamp"), where),
+            session=session,
+            agent=agent,
+            source=source,
+            line=number,
+            provider_reason=_reason(message.get("diagnostics")),
+        )
+        if isinstance(ident, str) and ident in seen:
+            # the same response written once per content block: keep the first entry's
+            # time and line, the last one's figures (its output count is the final one)
+            first = calls[seen[ident]]
+            calls[seen[ident]] = replace(
+                call,
+                index=first.index,
+                timestamp=first.timestamp,
+                line=first.line,
+                compacted=first.compacted,
+            )
+            continue
+        compacted.discard(chain)
+        if isinstance(ident, str):
+            seen[ident] = len(calls)
+        calls.append(call)
+    return calls
+
+
+def read_codex(objects: Sequence[tuple[int, object]], source: str, start: int = 0) -> list[Call]:
+    """The requests of one Codex CLI rollout file, in order.
+
+    Raises:
+        AuditError: a line that is not a rollout entry, or usage that is not counts.
+    """
+    calls: list[Call] = []
+    session: str | None = None
+    model: str | None = None
+    compacted = False
+    for number, obj in objects:
+        where = _where(source, number)
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("type"), str):
+            raise AuditError(f"{where}: not a Codex rollout entry (no 'type')", line=number)
+        payload = obj.get("payload")
+        payload = payload if isinstance(payload, Mapping) else {}
+        kind = obj["type"]
+        if kind == "session_meta":
+            ident = payload.get("id")
+            session = ident if isinstance(ident, str) else session
+        elif kind == "turn_context":
+            named = payload.get("model")
+            model = named if isinstance(named, str) else model
+        elif kind == "compacted":
+            compacted = True
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info")
+            usage = info.get("last_token_usage") if isinstance(info, Mapping) else None
+            if not isinstance(usage, Mapping):
+                continue  # a rate-limit update without usage
+            calls.append(
+                call_from_usage(
+                    usage,
+                    index=start + len(calls),
+                    where=where,
+                    model=model,
+                    provider="openai",
+                    timestamp=_when(obj.get("timestamp"), where),
+                    session=session,
+                    source=source,
+                    line=number,
+                    compacted=compacted,
+                )
+            )
+            compacted = False
+    return calls
+
+
+def pair_call(
+    obj: Mapping[str, Any],
+    sequence: PromptSequence | None,
+    *,
+    index: int,
+    where: str,
+    source: str | None,
+    line: int | None,
+) -> Call | None:
+    """The call of one ``{request, response}`` pair (``None`` when the response carries no
+    usage, e.g. an error)."""
+    response = obj.get("response")
+    request = obj.get("request")
+    if not isinstance(response, Mapping):
+        raise AuditError(f"{where}: response must be a JSON object")
+    usage = response.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    model = response.get("model") or (
+        request.get("model") if isinstance(request, Mapping) else None
+    )
+    session = obj.get("session_id")
+    return call_from_usage(
+        usage,
+        index=index,
+        where=where,
+        model=model if isinstance(model, str) else None,
+        timestamp=_when(obj.get("timestamp"), where),
+        session=session if isinstance(session, str) else None,
+        source=source,
+        line=line,
+        provider_reason=_reason(response.get("diagnostics")),
+        body=sequence,
+    )
+
+
+def log_call(
+    obj: Mapping[str, Any],
+    sequence: PromptSequence,
+    *,
+    index: int,
+    where: str,
+    source: str | None,
+    line: int | None,
+) -> Call | None:
+    """The call of one request-log line that kept its response's usage (``None``: none)."""
+    usage = obj.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    model = obj.get("model")
+    name = model if isinstance(model, str) else None
+    provider: Provider = (
+        "anthropic"
+        if (name or "").startswith("anthropic:") or usage.get("cache_write_tokens") is not None
+        else "openai"
+    )
+    return call_from_usage(
+        usage,
+        index=index,
+        where=where,
+        model=name,
+        provider=provider,
+        timestamp=_when(obj.get("timestamp"), where),
+        session=sequence.session_id,
+        source=source,
+        line=line,
+        body=sequence,
+    )
