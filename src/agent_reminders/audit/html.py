@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from .billed import CAUSES, BilledReport
 from .cache_models import MODELS, CacheModel
 from .report import AuditReport, RequestRow
 
@@ -15,6 +16,7 @@ __all__ = ["render_html"]
 _WIDTH, _HEIGHT = 1200, 260
 _LEFT, _RIGHT, _TOP, _BOTTOM = 72, 16, 26, 34
 _CACHED, _UNCACHED, _BREAK = "#2f9e44", "#f08c00", "#e03131"
+_WRITTEN = "#1c7ed6"
 _MAX_BAR = 48.0  # a few requests: narrow bars, not slabs
 _MAX_LABELS = 12  # more break labels than this would overlap: lines only
 
@@ -167,6 +169,182 @@ def _break_rows(rows: tuple[RequestRow, ...]) -> str:
     return "".join(out)
 
 
+def _money(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"${value:,.4f}" if value < 10 else f"${value:,.2f}"
+
+
+def _timeline(billed: BilledReport) -> str:
+    """Per request, the input tokens read (green), written (blue) and uncached (orange), as
+    the provider billed them; each miss marked in red with its cause and cost."""
+    rows = billed.rows
+    plot_w = _WIDTH - _LEFT - _RIGHT
+    plot_h = _HEIGHT - _TOP - _BOTTOM
+    top, ticks = _scale(max(r.call.prompt for r in rows))
+    slot = plot_w / len(rows)
+    gap = min(2.0, slot * 0.2) if slot > 3 else 0.0
+
+    def y(value: float) -> float:
+        return _TOP + plot_h - plot_h * value / top
+
+    parts = [
+        f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
+        'aria-label="input tokens read, written and uncached per request, as billed">'
+    ]
+    for tick in ticks:
+        parts.append(
+            f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            'stroke="#eef1f4"/>'
+            f'<text x="{_LEFT - 8}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="12" '
+            f'fill="#59636e">{_tokens(tick)}</text>'
+        )
+    labels = len(billed.misses) <= _MAX_LABELS
+    for position, row in enumerate(rows):
+        miss = row.miss
+        if miss is None:
+            continue
+        x = _LEFT + (position + 0.5) * slot
+        text = (
+            f"miss at request {miss.request}: {miss.cause} — {miss.detail}; "
+            f"{miss.tokens:,} tokens not read, {_money(miss.cost)}"
+        )
+        parts.append(
+            f'<g class="miss" data-request="{miss.request}" data-cause="{miss.cause}">'
+            f"<title>{escape(text)}</title>"
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 6}" y2="{y(0):.1f}" '
+            f'stroke="{_BREAK}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<path d="M{x - 5:.2f},{_TOP - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
+            + (
+                f'<text x="{x + 7:.2f}" y="{_TOP - 7}" font-size="12" fill="{_BREAK}">'
+                f"{escape(miss.cause)} {escape(_money(miss.cost))}</text>"
+                if labels
+                else ""
+            )
+            + "</g>"
+        )
+    for position, row in enumerate(rows):
+        call = row.call
+        w = min(max(slot - gap, 0.5), _MAX_BAR)
+        x = _LEFT + (position + 0.5) * slot - w / 2
+        where = f" ({call.source} line {call.line})" if call.line is not None else ""
+        tip = (
+            f"request {call.index}{where}"
+            + (f", session {call.session}" if call.session else "")
+            + (f", sub-agent {call.agent}" if call.agent else "")
+            + (f", {call.model}" if call.model else "")
+            + f": {call.read:,} read, {call.written:,} written, {call.uncached:,} uncached"
+            + (f", {_money(row.cost)}" if row.cost is not None else "")
+            + (f"; predicted read {row.predicted_read:,}" if row.predicted_read is not None else "")
+        )
+        bottom = 0
+        bars = []
+        for name, value, colour in (
+            ("read", call.read, _CACHED),
+            ("written", call.written, _WRITTEN),
+            ("uncached", call.uncached, _UNCACHED),
+        ):
+            bars.append(
+                f'<rect class="{name}" x="{x:.2f}" y="{y(bottom + value):.2f}" '
+                f'width="{w:.2f}" height="{y(bottom) - y(bottom + value):.2f}" fill="{colour}"/>'
+            )
+            bottom += value
+        parts.append(f'<g class="bar"><title>{escape(tip)}</title>{"".join(bars)}</g>')
+    axis = y(0)
+    parts.append(
+        f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{axis:.1f}" y2="{axis:.1f}" '
+        'stroke="#8c959f"/>'
+        f'<text x="{_WIDTH - _RIGHT}" y="{axis + 30:.1f}" text-anchor="end" font-size="12" '
+        'fill="#59636e">request</text>'
+    )
+    step = max(1, round(len(rows) / 10))
+    for position in range(0, len(rows), step):
+        x = _LEFT + (position + 0.5) * slot
+        parts.append(
+            f'<text x="{x:.1f}" y="{axis + 18:.1f}" text-anchor="middle" font-size="12" '
+            f'fill="#59636e">{rows[position].call.index}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _billed_section(billed: BilledReport) -> str:
+    """What the provider billed: the summary a person looks at, the timeline, the misses."""
+    misses = billed.misses
+    saved = billed.cost - billed.miss_cost
+    causes = billed.by_cause()
+    cards = "".join(
+        [
+            _card("what it cost", _money(billed.cost)),
+            _card("what it would have cost with no miss", _money(saved), "good"),
+            _card(
+                "cache misses (share of the bill)",
+                f"{len(misses)} ({billed.miss_share:.1%})",
+                "bad" if misses else "good",
+            ),
+            _card("input read from the cache", f"{billed.read_share:.1%}"),
+        ]
+    )
+    if misses:
+        top = "; ".join(
+            f"{CAUSES[cause]} ({entry['misses']} of them, {_money(entry['cost'])})"
+            for cause, entry in list(causes.items())[:3]
+        )
+        summary = (
+            f"<p>{len(misses)} cache miss{'es' if len(misses) != 1 else ''} cost "
+            f"{_money(billed.miss_cost)} of {_money(billed.cost)}. Top causes: "
+            f"{escape(top)}.</p>"
+        )
+    else:
+        summary = "<p>No cache miss: every request read what the one before it cached.</p>"
+    unpriced = (
+        f'<p class="note">Not priced (no price known; pass --prices): '
+        f"{escape(', '.join(billed.unpriced))}</p>"
+        if billed.unpriced
+        else ""
+    )
+    miss_rows = "".join(
+        f'<tr><td class="n">{m.request}</td><td>{escape(_where(billed, m.request))}</td>'
+        f"<td>{escape(m.cause)}</td><td>{escape(m.detail)}</td>"
+        f'<td class="n">{m.tokens:,}</td><td class="n">{_money(m.cost)}</td></tr>'
+        for m in misses
+    )
+    cause_rows = "".join(
+        f"<tr><td>{escape(cause)}</td><td>{escape(CAUSES[cause])}</td>"
+        f'<td class="n">{entry["misses"]}</td><td class="n">{entry["tokens"]:,}</td>'
+        f'<td class="n">{_money(entry["cost"])}</td></tr>'
+        for cause, entry in causes.items()
+    )
+    tables = (
+        "<h2>Cache misses</h2><table><tr><th>request</th><th>where</th><th>cause</th>"
+        f"<th>what happened</th><th>tokens not read</th><th>cost</th></tr>{miss_rows}</table>"
+        "<h2>By cause</h2><table><tr><th>cause</th><th>meaning</th><th>misses</th>"
+        f"<th>tokens</th><th>cost</th></tr>{cause_rows}</table>"
+        if misses
+        else ""
+    )
+    return (
+        f'<h2>What the provider billed</h2><div class="cards">{cards}</div>{summary}{unpriced}'
+        f'<div class="chart" data-chart="billed">{_timeline(billed)}</div>'
+        f'<p class="legend"><span class="sw" style="background:{_CACHED}"></span>read'
+        f'<span class="sw" style="background:{_WRITTEN}"></span>written'
+        f'<span class="sw" style="background:{_UNCACHED}"></span>uncached'
+        f'<span class="sw" style="background:{_BREAK}"></span>cache miss</p>{tables}'
+    )
+
+
+def _where(billed: BilledReport, request: int) -> str:
+    call = next(r.call for r in billed.rows if r.call.index == request)
+    parts = []
+    if call.source is not None:
+        parts.append(call.source + ("" if call.line is None else f":{call.line}"))
+    if call.agent:
+        parts.append(f"sub-agent {call.agent}")
+    if call.model:
+        parts.append(call.model)
+    return " · ".join(parts)
+
+
 def render_html(report: AuditReport) -> str:
     """The report as one self-contained HTML page (inline styles and SVG, no network).
 
@@ -177,13 +355,11 @@ def render_html(report: AuditReport) -> str:
         >>> page.startswith("<!doctype html>"), "<svg" in page, "http" in page
         (True, True, False)
     """
+    if not report.rows:  # a coding agent's session files: the provider's numbers only
+        return _page(report, f"format {report.format} · {report.requests:,} requests", "")
     breaks = len(report.prefix_breaks)
-    source = f"{report.source} · " if report.source else ""
     cost = report.cost_ratio
-    head = (
-        f"{source}format {report.format} · encoding {report.encoding} · "
-        f"{report.requests:,} requests"
-    )
+    head = f"format {report.format} · encoding {report.encoding} · {report.requests:,} requests"
     cards = "".join(
         [
             _card("prompt tokens, all requests", f"{report.prompt_tokens:,}"),
@@ -229,17 +405,31 @@ def render_html(report: AuditReport) -> str:
         if breaks
         else "<h2>Prefix breaks</h2><p>None: every request extends the one before it.</p>"
     )
+    body = (
+        f'<div class="cards">{cards}</div>'
+        "<h2>Cache models</h2><table><tr><th>model</th><th>reuse</th>"
+        f"<th>uncached tokens</th><th>cost ratio</th></tr>{model_rows}</table>"
+        f"{charts}{breaks_table}"
+    )
+    footer = (
+        " · reuse = cached ÷ all prompt tokens · cost ratio at "
+        f"read {report.price_read:g} and write {report.price_write:g} (an uncached token: 1)"
+    )
+    return _page(report, head, note + body, footer)
+
+
+def _page(report: AuditReport, head: str, body: str, footer: str = "") -> str:
+    """The whole page: the request-side ``body`` and, when there, the provider's numbers."""
+    source = f"{report.source} · " if report.source else ""
+    billed = "" if report.billed is None else _billed_section(report.billed)
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>prompt-cache audit{escape(' of ' + report.source if report.source else '')}"
         f"</title><style>{_STYLE}</style></head><body>"
-        f'<h1>Prompt-cache audit</h1><p class="sub">{escape(head)}</p>{note}'
-        f'<div class="cards">{cards}</div>'
-        "<h2>Cache models</h2><table><tr><th>model</th><th>reuse</th>"
-        f"<th>uncached tokens</th><th>cost ratio</th></tr>{model_rows}</table>"
-        f"{charts}{breaks_table}"
-        f"<footer>agent-reminders audit · reuse = cached ÷ all prompt tokens · cost ratio at "
-        f"read {report.price_read:g} and write {report.price_write:g} (an uncached token: 1)"
+        f'<h1>Prompt-cache audit</h1><p class="sub">{escape(source + head)}</p>'
+        f"{billed}{body}"
+        f"<footer>agent-reminders audit{escape(footer)}"
+        f"{' · costs at the published prices unless --prices says otherwise' if billed else ''}"
         "</footer></body></html>\n"
     )
