@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -536,6 +537,10 @@ def audit_directory(
             calls.append(replace(call, index=len(calls), session=session))
     if not calls:
         raise AuditError(f"{folder}: no file under it holds the provider's numbers (usage)")
+    # one timeline across files: by time where known (stable: a file keeps its order)
+    if all(c.timestamp is not None for c in calls):
+        calls.sort(key=lambda c: c.timestamp or datetime.min)
+        calls = [replace(c, index=i) for i, c in enumerate(calls)]
     return AuditReport(
         format="directory",
         encoding=encoding,

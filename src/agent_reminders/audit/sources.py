@@ -115,6 +115,7 @@ def call_from_usage(
     where: str,
     model: str | None = None,
     provider: Provider | None = None,
+    one_hour: bool = False,
     **fields: Any,
 ) -> Call:
     """A :class:`Call` from one ``usage`` object of any shape the audit reads:
@@ -127,22 +128,31 @@ def call_from_usage(
     - this library's ``Usage.to_dict()`` (``input_tokens`` the whole prompt,
       ``cached_input_tokens``, ``cache_write_tokens``, ``cache_miss_reason``).
 
+    ``one_hour``: the request asked for 1-hour cache entries (a Claude Code transcript's
+    ``promptCacheRequested``), which counts its writes as 1-hour ones when the usage has no
+    breakdown by lifetime.
+
     Raises:
         AuditError: a figure that is not a count of tokens, naming ``where``.
     """
     output = _count(usage.get("output_tokens", usage.get("completion_tokens")), where, "output")
     if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
         created = usage.get("cache_creation")
-        one_hour = created.get("ephemeral_1h_input_tokens") if isinstance(created, Mapping) else 0
+        created = created if isinstance(created, Mapping) else {}
+        written = _count(
+            usage.get("cache_creation_input_tokens"), where, "cache_creation_input_tokens"
+        )
+        hour = _count(created.get("ephemeral_1h_input_tokens"), where, "ephemeral_1h_input_tokens")
+        five = _count(created.get("ephemeral_5m_input_tokens"), where, "ephemeral_5m_input_tokens")
+        if one_hour and hour + five == 0:
+            hour = written  # no breakdown sent, but every breakpoint asked for an hour
         return Call(
             index=index,
             provider="anthropic",
             uncached=_count(usage.get("input_tokens"), where, "input_tokens"),
             read=_count(usage.get("cache_read_input_tokens"), where, "cache_read_input_tokens"),
-            written=_count(
-                usage.get("cache_creation_input_tokens"), where, "cache_creation_input_tokens"
-            ),
-            written_1h=_count(one_hour, where, "ephemeral_1h_input_tokens"),
+            written=written,
+            written_1h=min(hour, written),
             output=output,
             model=model,
             **fields,
@@ -212,6 +222,7 @@ def read_claude_code(
             index=start + len(calls),
             where=where,
             model=model if isinstance(model, str) else None,
+            one_hour=obj.get("promptCacheRequested") == "1h",
             compacted=chain in compacted,
             timestamp=_when(obj.get("timestamp"), where),
             session=session,
