@@ -240,3 +240,51 @@ def test_fallback_note_in_process(monkeypatch: pytest.MonkeyPatch, clean: Path) 
     assert result.exit_code == 0
     assert json.loads(result.stdout)["encoding"] == "bytes/4"
     assert f"note: token counts are bytes/4: {note}" in result.stderr
+
+
+# --- the provider's numbers ------------------------------------------------------------------
+
+SESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "claude-code"
+
+
+def test_a_claude_code_folder_prints_its_misses_and_fails_on_them(tmp_path: Path) -> None:
+    folder = str(SESSIONS / "model-switch")
+    shown = audit(folder)
+    assert shown.exit_code == 0, shown.output
+    assert "cache misses" in shown.output
+    assert "model_changed" in shown.output
+    assert "cost with no miss" in shown.output
+    assert audit(folder, "--fail-on-miss").exit_code == 1
+    assert audit(folder, "--fail-on-miss", "--ignore-cause", "model_changed").exit_code == 0
+    assert audit(folder, "--max-misses", "2").exit_code == 0
+    assert audit(folder, "--max-misses", "1").exit_code == 1
+    assert audit(folder, "--max-miss-share", "1").exit_code == 0
+    data = json.loads(audit(folder, "--json").stdout)
+    assert data["format"] == "directory"
+    assert [m["cause"] for m in data["billed"]["misses"]] == ["model_changed", "model_changed"]
+    page = tmp_path / "r.html"
+    assert audit(folder, "--html", str(page)).exit_code == 0
+    assert 'data-cause="model_changed"' in page.read_text()
+
+
+def test_prices_from_a_file_change_the_cost(tmp_path: Path) -> None:
+    folder = str(SESSIONS / "baseline")
+    before = json.loads(audit(folder, "--json").stdout)["billed"]["cost"]["actual"]
+    prices = tmp_path / "p.toml"
+    prices.write_text('["claude-opus"]\ninput = 50.0\noutput = 250.0\n')
+    after = json.loads(audit(folder, "--json", "--prices", str(prices)).stdout)
+    assert after["billed"]["cost"]["actual"] == pytest.approx(before * 10, rel=1e-3)
+    prices.write_text("[claude-opus\n")
+    bad = audit(folder, "--prices", str(prices))
+    assert bad.exit_code == 2
+    assert "RMD-104" in bad.output
+    assert "not valid TOML" in bad.output
+
+
+def test_miss_options_need_the_providers_numbers(clean: Path) -> None:
+    done = audit(str(clean), "--fail-on-miss")
+    assert done.exit_code == 2
+    assert "has no provider numbers" in done.output
+    unknown = audit(str(SESSIONS / "baseline"), "--ignore-cause", "bad_luck")
+    assert unknown.exit_code == 2
+    assert "not a cause" in unknown.output
