@@ -1,5 +1,5 @@
-"""Test doubles users need: scripted and function models, a recording model server, event
-capture, builders.
+"""Test doubles users need: scripted and function models, a recording model server with a
+simulated Anthropic prompt cache, event capture, builders.
 
 Example:
     >>> import anyio
@@ -18,6 +18,7 @@ Example:
 from .builders import assistant, make_session, text_of, tool_call, tool_result, user
 from .events import CapturedEvents, capture_events
 from .function import FunctionModel, ModelFunction
+from .prompt_cache import AnthropicPromptCache, FakeClock
 from .recording_server import (
     RecordedRequest,
     RecordingModelServer,
@@ -27,7 +28,9 @@ from .recording_server import (
 from .scripted import ScriptedModel, ScriptExhaustedError, response_from
 
 __all__ = [
+    "AnthropicPromptCache",
     "CapturedEvents",
+    "FakeClock",
     "FunctionModel",
     "ModelFunction",
     "RecordedRequest",

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from .._core.request import ModelResponse
 from ._refusals import anthropic_refusal, openai_role_refusal
+from ._sse import anthropic_sse_events
+from .prompt_cache import AnthropicPromptCache
 from .scripted import response_from
 
 __all__ = [
@@ -95,6 +97,12 @@ def _strip_cache_control(value: Any) -> Any:
     return value
 
 
+def _output_tokens(response: ModelResponse) -> int:
+    if response.usage is not None:
+        return response.usage.output_tokens
+    return _tokens(_size(response.message))
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -106,54 +114,6 @@ class _Stream:
     """An Anthropic message to send as server-sent events instead of one JSON body."""
 
     message: dict[str, Any]
-
-
-_DELTA_CHARS = 40  # text and tool input arrive in pieces of this size, as from the real API
-
-
-def _pieces(text: str) -> list[str]:
-    return [text[i : i + _DELTA_CHARS] for i in range(0, len(text), _DELTA_CHARS)] or [""]
-
-
-def _sse_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The Messages API's stream for ``message``: (event name, data) in order."""
-    usage = dict(message.get("usage") or {})
-    output_tokens = usage.get("output_tokens", 0)
-    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
-    start["usage"] = {**usage, "output_tokens": min(1, output_tokens)}
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": start})
-    ]
-    for index, block in enumerate(message.get("content") or []):
-        if block["type"] == "tool_use":
-            opening = {**block, "input": {}}
-            deltas = [
-                {"type": "input_json_delta", "partial_json": piece}
-                for piece in _pieces(json.dumps(block["input"]))
-            ]
-        else:
-            opening = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
-        events.append(
-            (
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": opening},
-            )
-        )
-        events.extend(
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-            for d in deltas
-        )
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    stop = {"stop_reason": message.get("stop_reason"), "stop_sequence": None}
-    events.append(
-        (
-            "message_delta",
-            {"type": "message_delta", "delta": stop, "usage": {"output_tokens": output_tokens}},
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
 
 
 def _error_body(api: Api, status: int, message: str) -> dict[str, Any]:
@@ -210,6 +170,15 @@ class RecordingModelServer:
     = cached and ``input_tokens`` = the rest). With ``cached_tokens=False`` no cached-token
     figure is sent at all, as many OpenAI-compatible servers do.
 
+    ``prompt_cache``: an :class:`~agent_reminders.testing.AnthropicPromptCache` (also
+    ``server.prompt_cache``) gives ``/messages`` answers, streamed or not, the usage its
+    simulated prompt cache counts — ``input_tokens``, ``cache_read_input_tokens``,
+    ``cache_creation_input_tokens``, ``cache_creation`` (output tokens as above) — and, to a
+    request with a ``diagnostics`` object, the top-level ``diagnostics``, fingerprinted under
+    the ``msg_n`` id this server answers with. Its refusals (too many breakpoints, a ``1h``
+    one after a ``5m`` one, ``diagnostics`` without its beta) are the server's 400s. A
+    scripted ``raw_usage`` still wins over its usage; ``cached_tokens`` does not apply.
+
     Streaming: an Anthropic Messages request with ``"stream": true`` (what the Claude Code CLI
     and the Claude Agent SDK send) is answered with the server-sent events of the Messages API
     — ``message_start``, then per content block ``content_block_start``,
@@ -256,6 +225,7 @@ class RecordingModelServer:
         *,
         loop: bool = False,
         cached_tokens: bool = True,
+        prompt_cache: AnthropicPromptCache | None = None,
     ) -> None:
         self._handler: Callable[[RecordedRequest], ServerReply] | None = None
         self._script: list[ServerReply] = []
@@ -267,6 +237,7 @@ class RecordingModelServer:
                 self._check(item, index)
         self.loop = loop
         self.cached_tokens = cached_tokens
+        self.prompt_cache = prompt_cache
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
         self.replies: list[tuple[int, Any]] = []
@@ -362,7 +333,7 @@ class RecordingModelServer:
                 self.send_header("cache-control", "no-cache")
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
-                for name, data in _sse_events(stream.message):
+                for name, data in anthropic_sse_events(stream.message):
                     event = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                     self.wfile.flush()
@@ -407,6 +378,8 @@ class RecordingModelServer:
             return 400, _error_body(api, 400, message), {}
         if api == "messages":
             refusal = anthropic_refusal(body, record.headers)
+            if refusal is None and self.prompt_cache is not None:
+                refusal = self.prompt_cache.refusal(body, record.headers.get("anthropic-beta", ""))
             if refusal is not None:
                 return 400, _error_body(api, 400, refusal), {}
         else:
@@ -417,7 +390,7 @@ class RecordingModelServer:
                 error["error"]["code"] = "invalid_value"
                 return 400, error, {}
         try:
-            reply = self._reply(record)
+            reply, n = self._reply(record)
         except Exception as exc:
             with self._lock:
                 self.errors.append(exc)
@@ -436,19 +409,36 @@ class RecordingModelServer:
         response = (
             ModelResponse(message={"role": "assistant", "content": reply})
             if isinstance(reply, str)
-            else response_from(reply, self._count)
+            else response_from(reply, n)
         )
         if delay > 0:
             time.sleep(delay)
-        usage = raw_usage if raw_usage is not None else self._usage(api, body, response)
-        rendered = self._render(api, body, response, usage)
+        usage = raw_usage
+        diagnostics: dict[str, Any] | None = None
+        opted_in = False
+        if api == "messages" and self.prompt_cache is not None:
+            # the cache sees every answered request, a scripted raw_usage or not, so its
+            # entries and fingerprints follow what a real server would have seen
+            cache_usage, diagnostics = self.prompt_cache.respond(
+                body, f"msg_{n}", record.headers.get("anthropic-beta", "")
+            )
+            opted_in = isinstance(body.get("diagnostics"), Mapping)
+            if usage is None:
+                usage = {**cache_usage, "output_tokens": _output_tokens(response)}
+        elif usage is None:
+            usage = self._usage(api, body, response)
+        rendered = self._render(api, body, response, usage, n)
+        if opted_in:
+            rendered["diagnostics"] = diagnostics
         return 200, _Stream(rendered) if stream else rendered, {}
 
-    def _reply(self, record: RecordedRequest) -> ServerReply:
+    def _reply(self, record: RecordedRequest) -> tuple[ServerReply, int]:
+        """The reply to play and its number (1, 2, …: the ``n`` of ``msg_n``)."""
         if self._handler is not None:
             with self._lock:
                 self._count += 1
-            return self._handler(record)
+                n = self._count
+            return self._handler(record), n
         with self._lock:
             if self._next >= len(self._script):
                 if not self.loop or not self._script:
@@ -459,16 +449,15 @@ class RecordingModelServer:
             item = self._script[self._next]
             self._next += 1
             self._count += 1
-            return item
+            return item, self._count
 
     # -- usage ----------------------------------------------------------------------------------
 
     def _usage(self, api: Api, body: Mapping[str, Any], response: ModelResponse) -> dict[str, Any]:
-        output = _tokens(_size(response.message))
+        output = _output_tokens(response)
         if response.usage is not None:
             total = response.usage.input_tokens
             cached: int | None = response.usage.cached_input_tokens
-            output = response.usage.output_tokens
             written = 0
         else:
             total, cached, written = self._measure(api, body)
@@ -526,9 +515,8 @@ class RecordingModelServer:
     # -- responses ----------------------------------------------------------------------------
 
     def _render(
-        self, api: Api, body: Mapping[str, Any], response: ModelResponse, usage: Any
+        self, api: Api, body: Mapping[str, Any], response: ModelResponse, usage: Any, n: int
     ) -> dict[str, Any]:
-        n = self._count
         model = body.get("model", "recorded")
         message = response.message
         text = _text(message.get("content"))
