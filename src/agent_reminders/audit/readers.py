@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -324,9 +324,22 @@ def _anthropic(body: Mapping[str, Any], where: str) -> PromptSequence:
     return PromptSequence(
         tools=_tools(body, where),
         system=(Piece.of(system),) if system else (),
-        messages=tuple(Piece.of(m) for m in body["messages"]),
+        messages=tuple(_message_piece(m) for m in body["messages"]),
         auto_cache="cache_control" in body,
     )
+
+
+def _message_piece(message: Mapping[str, Any]) -> Piece:
+    """An Anthropic message's piece, equal (same digest) whether its content is a string or
+    the one text block the API reads that string as — Claude Code sends the message under
+    its last breakpoint as blocks, then as a string in the next request: the same prompt to
+    the cache, no break. Its tokens are counted on the JSON as sent."""
+    piece = Piece.of(message)
+    content = message.get("content")
+    if not isinstance(content, str):
+        return piece
+    same = Piece.of({**message, "content": [{"type": "text", "text": content}]})
+    return replace(piece, digest=same.digest)
 
 
 def _log(body: Mapping[str, Any], where: str) -> PromptSequence:
