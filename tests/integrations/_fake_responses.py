@@ -10,13 +10,25 @@ only for providers that support it) and ``GET {base_url}/models`` with an empty 
 records anything else it is asked as an error.
 
 Each request is recorded (path, headers, parsed JSON body) before the script function is
-called with it; the function returns a :class:`Reply`.
+called with it; the function returns a :class:`Reply`. The ``usage`` each streamed answer
+reported is kept in ``usages`` (``(request index, usage)``).
+
+Cached tokens: by default (``cache="any"``) the longest run of leading ``input`` items shared
+with any earlier request. ``cache="by_key"`` models OpenAI's prompt cache the way
+``agent_reminders.testing.RecordingModelServer`` does: the prompt is cut into items
+(``tools``, ``instructions``, then each ``input`` item; one token per 4 bytes of an item's
+compact JSON, rounded up), ``input_tokens`` is their sum and ``cached_tokens`` the size of the
+longest run of leading items equal to the previous request's with the same ``model`` and
+``prompt_cache_key`` (the first request of a key caches nothing; OpenAI's cache is per model).
+``cache_ttl`` (seconds, with ``by_key``) forgets a key's prompt when its last request is older
+than that, as the real cache evicts an idle prefix after some minutes.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,12 +56,13 @@ class Reply:
 
     ``call`` is ``(name, arguments)``; ``input_tokens`` overrides the reported prompt size
     (by default the request body's length over four), which is how a test makes Codex think
-    its context is full.
+    its context is full; ``usage=False`` leaves ``usage`` out of the completed response.
     """
 
     text: str | None = None
     call: tuple[str, dict[str, Any]] | None = None
     input_tokens: int | None = None
+    usage: bool = True  # False: ``response.completed`` carries no ``usage``
 
 
 @dataclass
@@ -110,6 +123,18 @@ def _cached_tokens(body: Any, earlier: list[Any]) -> int:
     return best // _BYTES_PER_TOKEN
 
 
+def _prompt_items(body: Any) -> list[str]:
+    """The prompt as cacheable units, each as compact JSON."""
+    if not isinstance(body, dict):
+        return []
+    items = [body.get("tools"), body.get("instructions"), *_input_of(body)]
+    return [json.dumps(i, ensure_ascii=False, separators=(",", ":")) for i in items]
+
+
+def _tokens(text: str) -> int:
+    return -(-len(text.encode("utf-8")) // _BYTES_PER_TOKEN)
+
+
 def _sse(kind: str, payload: dict[str, Any]) -> bytes:
     data = json.dumps({"type": kind, **payload})
     return f"event: {kind}\ndata: {data}\n\n".encode()
@@ -118,9 +143,22 @@ def _sse(kind: str, payload: dict[str, Any]) -> bytes:
 class FakeResponses:
     """The server; ``with FakeResponses(answer) as server: ... server.url ...``."""
 
-    def __init__(self, answer: Callable[[Request], Reply]) -> None:
+    def __init__(
+        self,
+        answer: Callable[[Request], Reply],
+        *,
+        cache: str = "any",
+        cache_ttl: float | None = None,
+    ) -> None:
+        if cache not in ("any", "by_key"):
+            raise ValueError(f"cache must be 'any' or 'by_key', not {cache!r}")
         self._answer = answer
+        self._cache = cache
+        self._cache_ttl = cache_ttl
+        # (model, prompt_cache_key) -> (when, the last prompt's items)
+        self._previous: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self.requests: list[Request] = []
+        self.usages: list[tuple[int, dict[str, Any]]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._ids = _Counter()
@@ -162,7 +200,8 @@ class FakeResponses:
 
     def _stream(self, request: Request) -> list[bytes]:
         with self._lock:
-            earlier = [r.json for r in self.requests[:-1] if r.path.endswith("/responses")]
+            at = next(i for i, r in enumerate(self.requests) if r is request)
+            earlier = [r.json for r in self.requests[:at] if r.path.endswith("/responses")]
         reply = self._answer(request)
         n = self._ids.next()
         response_id = f"resp_{n}"
@@ -200,11 +239,26 @@ class FakeResponses:
                     )
                 )
             events.append(_sse("response.output_item.done", {"output_index": index, "item": item}))
-        raw_size = len(json.dumps(request.json))
-        input_tokens = (
-            reply.input_tokens if reply.input_tokens is not None else raw_size // _BYTES_PER_TOKEN
-        )
-        cached = min(_cached_tokens(request.json, earlier), input_tokens)
+        if self._cache == "by_key":
+            texts = _prompt_items(request.json)
+            body = request.json
+            key = (str(body.get("model") or ""), str(body.get("prompt_cache_key") or ""))
+            now = time.monotonic()
+            with self._lock:
+                when, previous = self._previous.get(key, (now, []))
+                self._previous[key] = (now, texts)
+            if self._cache_ttl is not None and now - when > self._cache_ttl:
+                previous = []
+            common = 0
+            while common < min(len(texts), len(previous)) and texts[common] == previous[common]:
+                common += 1
+            measured = sum(_tokens(t) for t in texts)
+            shared = sum(_tokens(t) for t in texts[:common])
+        else:
+            measured = len(json.dumps(request.json)) // _BYTES_PER_TOKEN
+            shared = _cached_tokens(request.json, earlier)
+        input_tokens = reply.input_tokens if reply.input_tokens is not None else measured
+        cached = min(shared, input_tokens)
         output_tokens = max(1, len(json.dumps(items)) // _BYTES_PER_TOKEN)
         usage = {
             "input_tokens": input_tokens,
@@ -213,7 +267,12 @@ class FakeResponses:
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input_tokens + output_tokens,
         }
-        done = {**base, "status": "completed", "output": items, "usage": usage}
+        if reply.usage:
+            with self._lock:
+                self.usages.append((at, usage))
+        done = {**base, "status": "completed", "output": items}
+        if reply.usage:
+            done["usage"] = usage
         events.append(_sse("response.completed", {"response": done}))
         return events
 
