@@ -467,3 +467,103 @@ def test_the_html_report_marks_each_miss_with_its_cause_and_cost() -> None:
     assert "what it would have cost with no miss" in page
     assert "the model changed: a cache belongs to one model" in page
     assert "http" not in page.replace("http://www.w3.org/2000/svg", "")
+
+
+# What the real Codex CLI 0.171.0 wrote against the fake Responses server (see
+# tests/integrations/_codex_sessions.py and tests/fixtures/transcripts/codex/README.md).
+CODEX = {
+    "baseline": [],
+    "agents_md": [],  # a changed AGENTS.md is appended, not re-rendered
+    "hook_context": [],  # likewise a SessionStart hook's context
+    "idle_wait": [(2, "idle_gap")],  # a real 10-minute pause
+    "model_switch": [(2, "model_changed")],
+    # the summary request (no tools) and the rebuilt conversation after it
+    "compaction": [(2, "compaction"), (3, "compaction")],
+    "compaction_mid_turn": [(1, "compaction"), (2, "compaction")],
+    # nothing in the rollout shows these changes: honestly unexplained
+    "tools_change": [(2, "unexplained")],
+    "base_instructions": [(2, "unexplained")],
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(CODEX))
+def test_codex_sessions(scenario: str) -> None:
+    report = audit_file(FIXTURES / "codex" / scenario)
+    assert report.billed is not None
+    assert [(m.request, m.cause) for m in report.billed.misses] == CODEX[scenario]
+    assert report.billed.provider == "openai"
+
+
+def test_a_codex_rollout_without_usage_is_an_error() -> None:
+    with pytest.raises(AuditError, match="no billed model request"):
+        audit_file(next((FIXTURES / "codex" / "no_usage").rglob("rollout-*.jsonl")))
+
+
+def test_codex_token_counts_repeated_at_a_turn_start_count_once(tmp_path: Path) -> None:
+    def count(last: int, total: int) -> dict[str, Any]:
+        info = {
+            "last_token_usage": {"input_tokens": last, "cached_input_tokens": 0},
+            "total_token_usage": {"input_tokens": total},
+        }
+        payload = {"type": "token_count", "info": info}
+        return {"timestamp": "2026-12-04T10:00:00Z", "type": "event_msg", "payload": payload}
+
+    path = tmp_path / "rollout.jsonl"
+    lines = [count(2000, 2000), count(2000, 2000), count(2100, 4100)]
+    path.write_text("\n".join(json.dumps(e) for e in lines) + "\n")
+    report = audit_file(path)
+    assert report.billed is not None
+    assert [r.call.prompt for r in report.billed.rows] == [2000, 2100]
+
+
+def test_a_shrinking_conversation_is_a_compaction() -> None:
+    turns = [{"role": "user", "content": f"step {i} " * 200} for i in range(6)]
+    recap = {"role": "user", "content": "Summary of the work so far."}
+    report = audit_requests(
+        [
+            _anthropic_pair(turns[:5], 0, 5000),
+            _anthropic_pair(turns, 5000, 300),
+            _anthropic_pair([recap], 0, 900),
+        ],
+        encoding="bytes/4",
+    )
+    assert report.billed is not None
+    (miss,) = report.billed.misses
+    assert (miss.cause, miss.detail) == (
+        "compaction",
+        "the conversation shrank from 6 to 1 messages",
+    )
+
+
+def test_a_claude_code_upgrade_and_a_compaction_trigger_are_read(tmp_path: Path) -> None:
+    def entry(n: int, read: int, written: int, version: str) -> dict[str, Any]:
+        usage = {"input_tokens": 3, "cache_read_input_tokens": read}
+        usage["cache_creation_input_tokens"] = written
+        return {
+            "type": "assistant",
+            "sessionId": "s",
+            "version": version,
+            "timestamp": f"2026-12-04T10:00:0{n}.000Z",
+            "message": {"id": f"msg_{n}", "model": SONNET, "usage": usage},
+        }
+
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "sessionId": "s",
+        "compactMetadata": {"trigger": "auto", "preTokens": 160000},
+    }
+    lines = [
+        entry(1, 0, 5000, "2.1.331"),
+        entry(2, 0, 5100, "2.1.332"),
+        boundary,
+        entry(3, 0, 900, "2.1.332"),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in lines) + "\n")
+    report = audit_file(path)
+    assert report.billed is not None
+    assert [(m.cause, m.detail) for m in report.billed.misses] == [
+        ("system_changed", "Claude Code 2.1.331 → 2.1.332: a new system prompt"),
+        ("compaction", "compacted (auto), 160,000 tokens before"),
+    ]

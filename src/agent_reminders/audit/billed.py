@@ -124,8 +124,9 @@ class Call:
         provider_reason: The provider's own ``cache_miss_reason`` (Anthropic's cache
             diagnostics), when it sent one.
         compacted: A compaction happened in this conversation since its previous request.
-        changed: What the input says changed in the prompt since the previous request (a
-            transcript's hook context that came back different), in words.
+        changed: What the input itself says changed since the previous request, as a cause
+            and its detail (a Claude Code transcript: the CLI's version changed, so did its
+            system prompt; how a compaction was triggered).
         body: The request body, when the input has it.
     """
 
@@ -144,7 +145,7 @@ class Call:
     line: int | None = None
     provider_reason: str | None = None
     compacted: bool = False
-    changed: str | None = None
+    changed: tuple[Cause, str] | None = None
     body: PromptSequence | None = None
 
     @property
@@ -408,6 +409,9 @@ def _from_bodies(old: PromptSequence, new: PromptSequence) -> tuple[Cause, str, 
     if reason == "system_changed":
         texts = ["".join(p.text for p in s.system) for s in (old, new)]
         return cause, f"the system prompt changed: {_short_diff(*texts)}", -1
+    if len(new.messages) < len(old.messages):
+        shrank = f"{len(old.messages)} to {len(new.messages)}"
+        return "compaction", f"the conversation shrank from {shrank} messages", message
     if reason == "messages_removed":
         return cause, f"messages from {message} on were removed", message
     before = old.messages[message].text
@@ -421,7 +425,8 @@ def _from_bodies(old: PromptSequence, new: PromptSequence) -> tuple[Cause, str, 
 def _cause(previous: Call, call: Call, ttl: int) -> tuple[Cause, str, int | None]:
     """The cause of a miss at ``call``, ``previous`` being its conversation's request before."""
     if call.compacted:
-        return "compaction", "compacted since the previous request", None
+        said = call.changed[1] if call.changed and call.changed[0] == "compaction" else None
+        return "compaction", said or "compacted since the previous request", None
     if previous.model and call.model and previous.model != call.model:
         return "model_changed", f"{previous.model} → {call.model}", None
     if previous.timestamp is not None and call.timestamp is not None:
@@ -441,7 +446,7 @@ def _cause(previous: Call, call: Call, ttl: int) -> tuple[Cause, str, int | None
     if found is not None:
         return found
     if call.changed:
-        return "reminder_changed", call.changed, None
+        return call.changed[0], call.changed[1], None
     said = f" (the provider says {reason})" if reason else ""
     return "unexplained", f"the prompt read less than the previous request cached{said}", None
 

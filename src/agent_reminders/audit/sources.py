@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._core.errors import AuditError
-from .billed import Call, Provider
+from .billed import Call, Cause, Provider
 from .readers import PromptSequence
 
 __all__ = [
@@ -193,7 +193,8 @@ def read_claude_code(
     """
     calls: list[Call] = []
     seen: dict[str, int] = {}  # message id -> position in calls
-    compacted: set[tuple[str | None, str | None]] = set()
+    compacted: dict[tuple[str | None, str | None], str] = {}
+    versions: dict[tuple[str | None, str | None], str] = {}
     for number, obj in objects:
         where = _where(source, number)
         if not isinstance(obj, Mapping) or not isinstance(obj.get("type"), str):
@@ -206,7 +207,7 @@ def read_claude_code(
             agent = "sidechain"
         chain = (session, agent)
         if obj["type"] == "system" and obj.get("subtype") == "compact_boundary":
-            compacted.add(chain)
+            compacted[chain] = _compaction(obj.get("compactMetadata"))
             continue
         if obj["type"] != "assistant":
             continue
@@ -224,6 +225,7 @@ def read_claude_code(
             model=model if isinstance(model, str) else None,
             one_hour=obj.get("promptCacheRequested") == "1h",
             compacted=chain in compacted,
+            changed=_changed(chain, obj, compacted, versions),
             timestamp=_when(obj.get("timestamp"), where),
             session=session,
             agent=agent,
@@ -243,30 +245,81 @@ def read_claude_code(
                 compacted=first.compacted,
             )
             continue
-        compacted.discard(chain)
+        compacted.pop(chain, None)
         if isinstance(ident, str):
             seen[ident] = len(calls)
         calls.append(call)
     return calls
 
 
+def _compaction(metadata: object) -> str:
+    """A compact boundary's detail: how it was triggered and the tokens before it."""
+    if not isinstance(metadata, Mapping):
+        return "compacted since the previous request"
+    trigger = metadata.get("trigger")
+    before = metadata.get("preTokens")
+    said = "compacted" + (f" ({trigger})" if isinstance(trigger, str) else "")
+    if isinstance(before, int) and not isinstance(before, bool):
+        said += f", {before:,} tokens before"
+    return said
+
+
+def _changed(
+    chain: tuple[str | None, str | None],
+    entry: Mapping[str, Any],
+    compacted: Mapping[tuple[str | None, str | None], str],
+    versions: dict[tuple[str | None, str | None], str],
+) -> tuple[Cause, str] | None:
+    """What a Claude Code entry says changed since its conversation's previous request."""
+    version = entry.get("version")
+    before = versions.get(chain)
+    if isinstance(version, str):
+        versions[chain] = version
+    if chain in compacted:
+        return "compaction", compacted[chain]
+    if isinstance(version, str) and before is not None and before != version:
+        return "system_changed", f"Claude Code {before} → {version}: a new system prompt"
+    return None
+
+
 def read_codex(objects: Sequence[tuple[int, object]], source: str, start: int = 0) -> list[Call]:
     """The requests of one Codex CLI rollout file, in order.
+
+    Codex 0.171 writes one ``token_usage_record`` per model response (its ``usage``: the
+    figures the server reported); a rollout without them falls back to the ``token_count``
+    events, each counted once (Codex repeats one when a turn or a compaction starts, and
+    writes a zero one after a compaction). The request whose ``response_id`` a ``compacted``
+    entry names as its ``compaction_response_id`` is the compaction's own summary request.
 
     Raises:
         AuditError: a line that is not a rollout entry, or usage that is not counts.
     """
+    entries: list[tuple[int, Mapping[str, Any]]] = []
+    summaries: set[str] = set()
+    records = False
+    for number, obj in objects:
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("type"), str):
+            where = _where(source, number)
+            raise AuditError(f"{where}: not a Codex rollout entry (no 'type')", line=number)
+        entries.append((number, obj))
+        payload = obj.get("payload")
+        if not isinstance(payload, Mapping):
+            continue
+        records = records or obj["type"] == "token_usage_record"
+        if obj["type"] == "compacted" and isinstance(payload.get("compaction_response_id"), str):
+            summaries.add(payload["compaction_response_id"])
     calls: list[Call] = []
     session: str | None = None
     model: str | None = None
     compacted = False
-    for number, obj in objects:
+    last_total: object = None
+    for number, obj in entries:
         where = _where(source, number)
-        if not isinstance(obj, Mapping) or not isinstance(obj.get("type"), str):
-            raise AuditError(f"{where}: not a Codex rollout entry (no 'type')", line=number)
         payload = obj.get("payload")
         payload = payload if isinstance(payload, Mapping) else {}
         kind = obj["type"]
+        usage: object = None
+        response: object = None
         if kind == "session_meta":
             ident = payload.get("id")
             session = ident if isinstance(ident, str) else session
@@ -275,26 +328,32 @@ def read_codex(objects: Sequence[tuple[int, object]], source: str, start: int = 
             model = named if isinstance(named, str) else model
         elif kind == "compacted":
             compacted = True
-        elif kind == "event_msg" and payload.get("type") == "token_count":
+        elif kind == "token_usage_record":
+            usage, response = payload.get("usage"), payload.get("response_id")
+        elif not records and kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info")
-            usage = info.get("last_token_usage") if isinstance(info, Mapping) else None
-            if not isinstance(usage, Mapping):
-                continue  # a rate-limit update without usage
-            calls.append(
-                call_from_usage(
-                    usage,
-                    index=start + len(calls),
-                    where=where,
-                    model=model,
-                    provider="openai",
-                    timestamp=_when(obj.get("timestamp"), where),
-                    session=session,
-                    source=source,
-                    line=number,
-                    compacted=compacted,
-                )
+            total = info.get("total_token_usage") if isinstance(info, Mapping) else None
+            if isinstance(info, Mapping) and (total is None or total != last_total):
+                last_total = total  # a repeat of the same totals is the same request
+                usage = info.get("last_token_usage")
+        if not isinstance(usage, Mapping) or not any(usage.get(k) for k in ("input_tokens",)):
+            continue  # no usage, or the zero count written after a compaction
+        summary = isinstance(response, str) and response in summaries
+        calls.append(
+            call_from_usage(
+                usage,
+                index=start + len(calls),
+                where=where,
+                model=model,
+                provider="openai",
+                timestamp=_when(obj.get("timestamp"), where),
+                session=session,
+                source=source,
+                line=number,
+                compacted=compacted or summary,
             )
-            compacted = False
+        )
+        compacted = False
     return calls
 
 
