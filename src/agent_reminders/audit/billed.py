@@ -404,14 +404,15 @@ def _from_bodies(old: PromptSequence, new: PromptSequence) -> tuple[Cause, str, 
         return None
     message, reason = found
     cause = _BODY_CAUSES[reason]
+    if len(new.messages) < len(old.messages):  # compacted (or truncated): what else changed
+        shrank = f"the conversation shrank from {len(old.messages)} to {len(new.messages)} messages"
+        also = {"tools_changed": "; the tools changed too", "system_changed": "; so did the system"}
+        return "compaction", shrank + also.get(reason, ""), message
     if reason == "tools_changed":
         return cause, "the tools changed", -1
     if reason == "system_changed":
         texts = ["".join(p.text for p in s.system) for s in (old, new)]
         return cause, f"the system prompt changed: {_short_diff(*texts)}", -1
-    if len(new.messages) < len(old.messages):
-        shrank = f"{len(old.messages)} to {len(new.messages)}"
-        return "compaction", f"the conversation shrank from {shrank} messages", message
     if reason == "messages_removed":
         return cause, f"messages from {message} on were removed", message
     before = old.messages[message].text
