@@ -246,10 +246,10 @@ def sessions(root: Path) -> list[Path]:
 def ours(paths: dict[str, Path], name: str) -> str:
     if name in BODIES:  # a fixture: the request bodies Claude Code sent
         return ours_bodies(BODIES[name])
-    if name == "claude":
+    if name == "claude":  # the project folder: sessions and their sub-agents
         files = sessions(paths[name])
         done = _run(
-            [sys.executable, "-m", "agent_reminders", "audit", "--json", str(files[0])],
+            [sys.executable, "-m", "agent_reminders", "audit", "--json", str(files[0].parent)],
             check=False,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
@@ -266,6 +266,13 @@ def ours_bodies(path: Path) -> str:
 
 
 def summarize_ours(text: str) -> str:
+    if text.startswith("{") and "prefix_breaks" not in json.loads(text):
+        billed = json.loads(text)["billed"]
+        causes = ", ".join(
+            f"{cause} {entry['tokens']:,} tok ${entry['cost']:.3f}"
+            for cause, entry in billed["causes"].items()
+        )
+        return f"{len(billed['misses'])} misses: {causes or '-'}"
     if text.startswith("{"):
         r = json.loads(text)
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["break_reasons"].items())) or "-"
