@@ -1,32 +1,29 @@
-"""Scripted sessions of the real, pinned Claude Code CLI, for the prompt-cache audit's fixtures.
+"""Scripted sessions of the real, pinned Claude Code CLI, for the prompt-cache audit.
 
 Each scenario runs ``claude -p`` (the same pinned native binary as
 ``test_claude_code_cli.py``, installed with npm into ``.venv/claude-code/``) offline against a
-:class:`~agent_reminders.testing.RecordingModelServer`, with ``HOME`` in a scratch folder, and
-keeps:
+:class:`~agent_reminders.testing.RecordingModelServer` whose answers carry the usage of the
+library's simulated prompt cache (``prompt_cache=AnthropicPromptCache(clock=FakeClock())``:
+the one cache rule, kept in one place), with ``HOME`` in a scratch folder. What a scenario
+leaves (a :class:`Recorded`): the transcript files Claude Code wrote under
+``$HOME/.claude/projects/<project-folder>/`` (``<session-id>.jsonl`` and, for sub-agents,
+``<session-id>/subagents/agent-*.jsonl``), and the server's requests and replies.
 
-- the transcript files Claude Code wrote under ``$HOME/.claude/projects/<project-folder>/``
-  (``<session-id>.jsonl`` and, for sub-agents, ``<session-id>/subagents/agent-*.jsonl``), with
-  their relative layout;
-- ``requests.jsonl``: every request the server received, one JSON object a line:
-  ``{"run", "prompt", "path", "query", "body"}`` (``run`` counts the ``claude -p`` calls of
-  the scenario from 0; ``body`` is the parsed request body).
+An idle gap moves both clocks: the cache's :class:`~agent_reminders.testing.FakeClock` is
+advanced, and the next ``claude -p`` runs under libfaketime (``LD_PRELOAD`` of
+``libfaketime.so.1``, ``FAKETIME=+10m``, ``DONT_FAKE_MONOTONIC=1``) so the transcript's
+timestamps move too; :func:`faketime_library` takes the library from the PyPI package
+``libfaketime`` (the ``dev`` extra), which builds and vendors it.
 
 Plain functions, no pytest: ``run_scenario(name, claude, root)`` runs one scenario into
-``root`` and returns a :class:`Recorded`; ``save_fixture(recorded, dest)`` copies what it
-wrote; ``prefix_report(bodies)`` compares successive requests of one conversation.
-``python tests/integrations/_claude_code_sessions.py OUT [SCENARIO...]`` regenerates the
-fixtures (``tests/fixtures/transcripts/claude-code/``) and prints the prefix report.
-
-The idle-gap scenario shifts the CLI's clock with libfaketime (``LD_PRELOAD`` of
-``libfaketime.so.1`` and ``FAKETIME="+10m"``); ``faketime_library()`` finds one from the
-PyPI package ``libfaketime`` (which vendors and builds it) or Debian's ``libfaketime``.
+``root``; ``save_fixture(recorded, dest)`` copies its transcripts.
+``python tests/integrations/_claude_code_sessions.py [OUT [SCENARIO...]]`` regenerates the
+fixtures (default ``tests/fixtures/transcripts/claude-code/``), running each scenario under
+the neutral :data:`SCRATCH` path, and prints what the audit finds in each.
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import json
 import os
 import shutil
@@ -34,11 +31,16 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_reminders.testing import RecordedRequest, RecordingModelServer
+from agent_reminders.testing import (
+    AnthropicPromptCache,
+    FakeClock,
+    RecordedRequest,
+    RecordingModelServer,
+)
 
 CLAUDE_CODE = "@anthropic-ai/claude-code"
 VERSION = "2.1.332"
@@ -102,29 +104,19 @@ def install_claude(prefix: Path = CACHE) -> Path | None:
 
 
 def faketime_library() -> Path | None:
-    """A ``libfaketime.so.1`` to ``LD_PRELOAD``: ``$FAKETIME_LIB``, the PyPI package
-    ``libfaketime`` in this or a scratch Python, or Debian's, else ``None``."""
-    given = os.environ.get("FAKETIME_LIB")
-    if given and Path(given).is_file():
-        return Path(given)
+    """The ``libfaketime.so.1`` the PyPI package ``libfaketime`` built (``None``: not
+    installed, or not built for this platform)."""
     try:
-        import libfaketime  # type: ignore[import-not-found]
-
-        lib = Path(libfaketime.__file__).parent / "vendor/libfaketime/src/libfaketime.so.1"
-        if lib.is_file():
-            return lib
+        import libfaketime  # type: ignore[import-untyped]
     except ImportError:
-        pass
-    patterns = [
-        "/work/scratch/cc/ftvenv/lib/python3*/site-packages/libfaketime/vendor/"
-        "libfaketime/src/libfaketime.so.1",
-        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/*/faketime/libfaketime.so.1",
-    ]
-    for pattern in patterns:
-        for hit in sorted(glob.glob(pattern)):
-            return Path(hit)
-    return None
+        return None
+    try:
+        _, env = libfaketime.get_reload_information()
+    except RuntimeError:  # a platform it does not support
+        return None
+    folder = env.get("LD_LIBRARY_PATH")
+    lib = Path(folder) / "libfaketime.so.1" if folder else None
+    return lib if lib is not None and lib.is_file() else None
 
 
 # -- the fake model -------------------------------------------------------------------------
@@ -149,20 +141,9 @@ def _last_user(body: dict[str, Any]) -> tuple[str, bool]:
     return "", False
 
 
-def _system_text(body: dict[str, Any]) -> str:
-    system = body.get("system")
-    if isinstance(system, str):
-        return system
-    return "".join(b.get("text", "") for b in system or [] if isinstance(b, dict))
-
-
-def tool_names(body: dict[str, Any]) -> list[str]:
-    return [t.get("name", "") for t in body.get("tools") or []]
-
-
 def subagent_tool(body: dict[str, Any]) -> str | None:
     """The name of Claude Code's sub-agent tool in a request's tools (``Agent`` or ``Task``)."""
-    names = tool_names(body)
+    names = [t.get("name", "") for t in body.get("tools") or []]
     return next((n for n in ("Agent", "Task") if n in names), None)
 
 
@@ -178,10 +159,10 @@ SUBAGENT_ANSWER = "add() is defined in src/math_utils.py."
 
 def answer(request: RecordedRequest) -> dict[str, Any]:
     """The fake model of ``test_claude_code_cli.py``: a Bash call of ``pytest -q`` for "run the
-    tests", the ``/compact`` summarizer an ``<analysis>``/``<summary>`` answer (without the
-    tags Claude Code asks once more), a text answer to a tool result, else "Noted."; a
-    sub-agent (the request whose last user text is :data:`SUBAGENT_PROMPT`) answers
-    :data:`SUBAGENT_ANSWER`; "delegate" asks for a sub-agent."""
+    tests", the ``/compact`` summarizer an ``<analysis>``/``<summary>`` answer, a text answer
+    to a tool result, else "Noted."; a sub-agent (the request whose last user text is
+    :data:`SUBAGENT_PROMPT`) answers :data:`SUBAGENT_ANSWER`; "delegate" asks for a
+    sub-agent. The server adds the usage its prompt cache counts."""
     body = request.json
     text, has_result = _last_user(body)
     if COMPACT_MARK in text:  # the /compact summarizer: it wants <analysis> and <summary>
@@ -204,92 +185,6 @@ def answer(request: RecordedRequest) -> dict[str, Any]:
     return {"content": "Noted."}
 
 
-# -- a prompt cache like Anthropic's --------------------------------------------------------
-
-
-def _normal_content(message: Any) -> Any:
-    """A message with string content as one text block (the API reads both alike; Claude Code
-    sends the last message as blocks so it can carry ``cache_control``)."""
-    if isinstance(message, dict) and isinstance(message.get("content"), str):
-        return {**message, "content": [{"type": "text", "text": message["content"]}]}
-    return message
-
-
-class PromptCache:
-    """The usage Anthropic would report, to answer with (``raw_usage``): the prompt is cut into
-    items (tools, system, each message; ``cache_control`` removed, string content as a text
-    block), a token is 4 bytes of an item's canonical JSON. Each request writes the prefixes
-    ending at its breakpoints, per model; a request reads the longest prefix, up to its last
-    breakpoint, that an earlier request of the same model wrote; the rest up to the last
-    breakpoint is written (``ephemeral_1h`` when that breakpoint asks ``ttl: "1h"``, else
-    ``ephemeral_5m``), and what follows is plain input. ``clear()`` forgets everything (a
-    cache that expired)."""
-
-    def __init__(self) -> None:
-        self._written: dict[str, set[tuple[str, ...]]] = {}
-
-    def clear(self) -> None:
-        self._written.clear()
-
-    def usage(self, body: dict[str, Any], output_tokens: int) -> dict[str, Any]:
-        items = [canonical(_normal_content(v)) for _, v in parts(body)]
-        sizes = [-(-len(t.encode("utf-8")) // 4) for t in items]
-        marks = [i for i, (_, v) in enumerate(parts(body)) if _has_marker(v)]
-        model = str(body.get("model"))
-        seen = self._written.setdefault(model, set())
-        end = marks[-1] + 1 if marks else 0
-        read_to = max((e for e in range(end + 1) if tuple(items[:e]) in seen), default=0)
-        for e in (m + 1 for m in marks):
-            seen.add(tuple(items[:e]))
-        read, written = sum(sizes[:read_to]), sum(sizes[read_to:end])
-        ttl = _ttl_of(parts(body)[marks[-1]][1]) if marks else None
-        return {
-            "input_tokens": sum(sizes) - read - written,
-            "cache_creation_input_tokens": written,
-            "cache_read_input_tokens": read,
-            "cache_creation": {
-                "ephemeral_5m_input_tokens": 0 if ttl == "1h" else written,
-                "ephemeral_1h_input_tokens": written if ttl == "1h" else 0,
-            },
-            "output_tokens": output_tokens,
-            "service_tier": "standard",
-        }
-
-
-def _has_marker(value: Any) -> bool:
-    if isinstance(value, dict):
-        return "cache_control" in value or any(_has_marker(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_marker(v) for v in value)
-    return False
-
-
-def _ttl_of(value: Any) -> str | None:
-    if isinstance(value, dict):
-        marker = value.get("cache_control")
-        found = [_ttl_of(v) for k, v in value.items() if k != "cache_control"]
-        last = next((f for f in reversed(found) if f), None)
-        return last or (marker.get("ttl", "5m") if isinstance(marker, dict) else None)
-    if isinstance(value, list):
-        return next((t for t in (_ttl_of(v) for v in reversed(value)) if t), None)
-    return None
-
-
-def with_usage(
-    handler: Callable[[RecordedRequest], Any], cache: PromptCache
-) -> Callable[[RecordedRequest], Any]:
-    """``handler`` whose replies carry ``cache``'s usage, in the Messages API's shape."""
-
-    def reply(request: RecordedRequest) -> Any:
-        answer = handler(request)
-        if isinstance(request.json, dict) and isinstance(answer, dict):
-            out = max(1, len(json.dumps(answer)) // 4)
-            answer = {**answer, "raw_usage": cache.usage(request.json, out)}
-        return answer
-
-    return reply
-
-
 # -- a session --------------------------------------------------------------------------------
 
 
@@ -302,12 +197,14 @@ class Run:
     result: Any
     returncode: int
     stderr: str
-    requests: list[RecordedRequest] = field(default_factory=list)
+    requests: list[RecordedRequest]
 
 
 @dataclass
 class Recorded:
-    """What one scenario left: its folders, session id and runs."""
+    """What one scenario left: its folders, session id, runs, and every request the server
+    received with what it answered (``replies[i]`` is ``(status, body)`` of ``requests[i]``;
+    a message's usage is its cache's)."""
 
     name: str
     root: Path
@@ -315,31 +212,29 @@ class Recorded:
     project: Path
     session_id: str
     runs: list[Run]
+    requests: list[RecordedRequest]
+    replies: list[tuple[int, Any]]
 
     @property
     def projects(self) -> Path:
         """``$HOME/.claude/projects``."""
         return self.home / ".claude" / "projects"
 
+    @property
+    def folder(self) -> Path:
+        """The project folder Claude Code wrote the session into (what the audit reads)."""
+        (folder,) = [p for p in self.projects.iterdir() if p.is_dir()]
+        return folder
+
     def transcript_files(self) -> list[Path]:
         return sorted(p for p in self.projects.rglob("*") if p.is_file())
-
-    def request_lines(self) -> list[dict[str, Any]]:
-        return [
-            {"run": i, "prompt": run.prompt, "path": r.path, "query": r.query, "body": r.json}
-            for i, run in enumerate(self.runs)
-            for r in run.requests
-        ]
-
-    def bodies(self) -> list[dict[str, Any]]:
-        return [line["body"] for line in self.request_lines()]
 
 
 def env_for(home: Path, bindir: Path, base_url: str) -> dict[str, str]:
     """The environment of ``test_claude_code_cli._env``."""
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
-    keep.pop("LD_PRELOAD", None)
-    keep.pop("FAKETIME", None)
+    for name in ("LD_PRELOAD", "FAKETIME", "DONT_FAKE_MONOTONIC"):
+        keep.pop(name, None)
     return {
         **keep,
         "HOME": str(home),
@@ -354,10 +249,12 @@ def env_for(home: Path, bindir: Path, base_url: str) -> dict[str, str]:
 
 
 class Session:
-    """Folders, a recording server and ``claude -p`` calls for one scenario.
+    """Folders, a recording server with a simulated prompt cache, and ``claude -p`` calls for
+    one scenario.
 
     ``root`` gets ``project/``, ``home/``, ``bin/`` (a fake failing ``pytest``) and
-    ``settings.json`` (allows ``Bash(pytest:*)``, given with ``--settings``).
+    ``settings.json`` (allows ``Bash(pytest:*)``, given with ``--settings``). ``clock`` is the
+    cache's; it moves only in :meth:`idle`.
     """
 
     def __init__(
@@ -387,16 +284,27 @@ class Session:
                 json.dumps(project_settings, indent=1)
             )
         self.session_id = session_id or str(uuid.uuid4())
-        self.cache = PromptCache()
-        self.server = RecordingModelServer(with_usage(handler, self.cache))
+        self.clock = FakeClock()
+        self.server = RecordingModelServer(
+            handler, prompt_cache=AnthropicPromptCache(clock=self.clock)
+        )
         self.env = env_for(self.home, self.bindir, self.server.url)
         self.runs: list[Run] = []
+        self._shift = 0  # minutes the CLI's clock runs ahead (libfaketime)
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.close()
+
+    def idle(self, minutes: int) -> None:
+        """``minutes`` pass with nothing sent: the cache's clock moves, and every later
+        ``claude -p`` runs that much ahead under libfaketime."""
+        if faketime_library() is None:
+            raise RuntimeError("no libfaketime.so.1: pip install libfaketime (the dev extra)")
+        self.clock.advance(minutes * 60)
+        self._shift += minutes
 
     def claude_p(
         self,
@@ -408,12 +316,19 @@ class Session:
         """``claude -p PROMPT --output-format json --settings … [options] [extra]``."""
         before = len(self.server.requests)
         args = ("--settings", str(self.settings), *options, *extra)
+        shifted: dict[str, str] = {}
+        if self._shift:
+            shifted = {
+                "LD_PRELOAD": str(faketime_library()),
+                "FAKETIME": f"+{self._shift}m",
+                "DONT_FAKE_MONOTONIC": "1",
+            }
         done = subprocess.run(
             [str(self.claude), "-p", prompt, "--output-format", "json", *args],
             capture_output=True,
             text=True,
             cwd=self.project,
-            env={**self.env, **(env or {})},
+            env={**self.env, **shifted, **(env or {})},
             timeout=180,
             check=False,
         )
@@ -433,7 +348,8 @@ class Session:
         return self.claude_p(prompt, "--resume", self.session_id, *extra, **kw)
 
     def recorded(self, name: str) -> Recorded:
-        return Recorded(name, self.root, self.home, self.project, self.session_id, self.runs)
+        return Recorded(name, self.root, self.home, self.project, self.session_id, self.runs,
+                        list(self.server.requests), list(self.server.replies))  # fmt: skip
 
 
 # -- the scenarios ----------------------------------------------------------------------------
@@ -458,20 +374,18 @@ def baseline(s: Session) -> None:
 
 
 def idle_gap(s: Session) -> None:
-    lib = faketime_library()
-    if lib is None:
-        raise RuntimeError("no libfaketime.so.1: pip install libfaketime, or set FAKETIME_LIB")
+    """Ten minutes idle: the 5-minute entries have expired."""
     s.first("run the tests")
-    shifted = {"LD_PRELOAD": str(lib), "FAKETIME": "+10m", "DONT_FAKE_MONOTONIC": "1"}
-    s.cache.clear()  # ten minutes idle: the 5-minute cache has expired
-    s.resume("what is left to do?", env=shifted)
+    s.idle(minutes=10)
+    s.resume("what is left to do?")
 
 
 def ttl_1h(s: Session) -> None:
-    """The baseline with ``ENABLE_PROMPT_CACHING_1H=1`` (an environment variable the 2.1.332
-    binary reads): do the breakpoints ask for ``ttl: "1h"``?"""
+    """The idle gap with ``ENABLE_PROMPT_CACHING_1H=1`` (an environment variable the 2.1.332
+    binary reads): its breakpoints ask for ``ttl: "1h"``, so the entries outlive the gap."""
     one_hour = {"ENABLE_PROMPT_CACHING_1H": "1"}
     s.first("run the tests", env=one_hour)
+    s.idle(minutes=10)
     s.resume("what is left to do?", env=one_hour)
 
 
@@ -529,195 +443,31 @@ def run_scenario(name: str, claude: Path, root: Path) -> Recorded:
         return s.recorded(name)
 
 
-PLACEHOLDER = "/tmp/claude-code-fixture"
 # Where main() runs every scenario (one after the other, emptied first): a neutral path, so the
 # fixtures need no scrubbing — scrubbing would break the sha256 message hashes that Claude Code
-# writes into its ``api-request`` / ``api-request-blob`` transcript entries.
-SCRATCH = Path(os.environ.get("CLAUDE_CODE_FIXTURE_ROOT", PLACEHOLDER))
+# writes into its ``api-request`` / ``api-request-blob`` transcript entries. The project folder
+# is ``-tmp-claude-code-fixture-project``.
+SCRATCH = Path(os.environ.get("CLAUDE_CODE_FIXTURE_ROOT", "/tmp/claude-code-fixture"))
 
 
-def _folder_name(path: str) -> str:
-    """Claude Code's project folder name for a working directory (non-alphanumerics → ``-``)."""
-    return "".join(c if c.isalnum() else "-" for c in path)
-
-
-def save_fixture(recorded: Recorded, dest: Path, *, scrub: bool = True) -> list[Path]:
-    """Copy the transcripts (relative to ``$HOME/.claude/projects``) and ``requests.jsonl``
-    into ``dest`` (emptied first); the files written. ``scrub`` replaces the scenario's root
-    folder by :data:`PLACEHOLDER` in names and contents (so the project folder becomes
-    ``-tmp-claude-code-fixture-project``); the token counts stay those of the real paths."""
+def save_fixture(recorded: Recorded, dest: Path) -> list[Path]:
+    """Copy the transcripts (relative to ``$HOME/.claude/projects``) into ``dest`` (emptied
+    first); the files written."""
     if dest.exists():
         shutil.rmtree(dest)
-    root = str(recorded.root)
-
-    def clean(text: str) -> str:
-        if not scrub:
-            return text
-        return text.replace(root, PLACEHOLDER).replace(
-            _folder_name(root), _folder_name(PLACEHOLDER)
-        )
-
     written = []
     for path in recorded.transcript_files():
-        target = dest / clean(str(path.relative_to(recorded.projects)))
+        target = dest / path.relative_to(recorded.projects)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(clean(path.read_text(encoding="utf-8")), encoding="utf-8")
+        shutil.copyfile(path, target)
         written.append(target)
-    requests = dest / "requests.jsonl"
-    requests.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(line, ensure_ascii=False) for line in recorded.request_lines()]
-    requests.write_text(clean("".join(f"{x}\n" for x in lines)), encoding="utf-8")
-    return [*written, requests]
-
-
-# -- prefix analysis --------------------------------------------------------------------------
-
-
-def strip_cache_control(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [strip_cache_control(v) for v in value]
-    return value
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(strip_cache_control(value), ensure_ascii=False, sort_keys=True,
-                      separators=(",", ":"))  # fmt: skip
-
-
-def parts(body: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The prompt as cache-prefix parts in the order the API reads them."""
-    system = body.get("system")
-    out: list[tuple[str, Any]] = [("tools", body.get("tools")), ("system", system)]
-    out.extend((f"messages[{i}]", m) for i, m in enumerate(body.get("messages") or []))
-    return out
-
-
-def breakpoints(body: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Where ``cache_control`` markers are: (location, the marker)."""
-    found: list[tuple[str, Any]] = []
-
-    def walk(value: Any, where: str) -> None:
-        if isinstance(value, dict):
-            if "cache_control" in value:
-                found.append((where, value["cache_control"]))
-            for k, v in value.items():
-                if k != "cache_control":
-                    walk(v, f"{where}.{k}")
-        elif isinstance(value, list):
-            for i, v in enumerate(value):
-                walk(v, f"{where}[{i}]")
-
-    for key in ("tools", "system", "messages"):
-        walk(body.get(key), key)
-    return found
-
-
-def _first_diff(a: str, b: str, width: int = 90) -> str:
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    return f"@{i}: was …{a[max(0, i - 30) : i + width]!r} now …{b[max(0, i - 30) : i + width]!r}"
-
-
-def compare(prev: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
-    """Whether ``cur`` begins with ``prev``'s tools, system and messages (cache_control
-    removed, canonical JSON, a message's string content taken as one text block); else the
-    first differing part and a short diff."""
-    p, c = parts(prev), parts(cur)
-    for i, (label, value) in enumerate(p):
-        if i >= len(c):
-            return {"prefix": False, "first_diff": label, "diff": "missing in the later request"}
-        a, b = canonical(_normal_content(value)), canonical(_normal_content(c[i][1]))
-        if a != b:
-            return {"prefix": False, "first_diff": label, "diff": _first_diff(a, b)}
-    extra = [label for label, _ in c[len(p) :]]
-    return {"prefix": True, "appended": extra}
-
-
-def message_hash(message: Any) -> str:
-    """The sha256 Claude Code 2.1.332 writes for a wire message in its transcript's
-    ``api-request`` (``tail``) and ``api-request-blob`` (``hash``) entries: of the message with
-    ``cache_control`` removed and string content as one text block, as JSON with sorted keys,
-    no spaces, UTF-8 (not ASCII-escaped)."""
-    text = json.dumps(strip_cache_control(_normal_content(message)), sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False)  # fmt: skip
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def transcript_requests(files: Iterable[Path]) -> list[dict[str, Any]]:
-    """The model requests a transcript records, rebuilt from its ``api-request`` entries:
-    each is ``{"id", "agentId", "model", "hashes", "messages", "shape", "cacheControl",
-    "timestamp", "querySource"}``, ``hashes`` being the base request's first ``keep`` message
-    hashes then ``tail``; ``messages`` the ``api-request-blob`` messages where a blob was
-    written for a hash (else ``None`` in that place: the message is the transcript's own
-    entry); ``shape`` the ``api-request-shape`` (``system`` without the billing header,
-    ``tools``)."""
-    entries = [json.loads(line) for f in files for line in Path(f).read_text().splitlines()]
-    blobs = {e["hash"]: e["message"] for e in entries if e.get("type") == "api-request-blob"}
-    shapes = {e["shapeHash"]: e["shape"] for e in entries if e.get("type") == "api-request-shape"}
-    built: dict[str, list[str]] = {}
-    out = []
-    for e in entries:
-        if e.get("type") != "api-request":
-            continue
-        base = built[e["base"]][: e["keep"]] if e.get("base") else []
-        hashes = [*base, *e["tail"]]
-        built[e["id"]] = hashes
-        out.append({
-            "id": e["id"],
-            "agentId": e.get("agentId"),
-            "model": e["params"].get("model"),
-            "hashes": hashes,
-            "messages": [blobs.get(h) for h in hashes],
-            "shape": shapes.get(e.get("shapeHash")),
-            "cacheControl": e.get("cacheControl"),
-            "timestamp": e.get("timestamp"),
-            "querySource": e.get("querySource"),
-        })  # fmt: skip
-    return out
-
-
-def kind_of(body: dict[str, Any]) -> str:
-    """A guess at what a request is for: ``main``, ``subagent``, ``compact``, ``side``."""
-    text = _system_text(body)
-    last, _ = _last_user(body)
-    if COMPACT_MARK in last:
-        return "compact"
-    if SUBAGENT_PROMPT in json.dumps(body.get("messages")):
-        first = body["messages"][0]
-        if SUBAGENT_PROMPT in json.dumps(first):
-            return "subagent"
-    if not body.get("tools") and "You are Claude Code" not in text:
-        return "side"
-    return "main"
-
-
-def prefix_report(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """For each request, its kind, model, breakpoints and the comparison with the previous
-    request of the same kind (``main``, ``subagent``, …)."""
-    last: dict[str, dict[str, Any]] = {}
-    rows = []
-    for n, body in enumerate(bodies):
-        kind = kind_of(body)
-        row: dict[str, Any] = {
-            "n": n,
-            "kind": kind,
-            "model": body.get("model"),
-            "messages": len(body.get("messages") or []),
-            "tools": len(body.get("tools") or []),
-            "breakpoints": breakpoints(body),
-        }
-        if kind in last:
-            row["vs_previous"] = compare(last[kind], body)
-        last[kind] = body
-        rows.append(row)
-    return rows
+    return written
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[1]) if len(argv) > 1 else Path("/work/scratch/cc/runs")
+    from agent_reminders.audit import audit_file
+
+    out = Path(argv[1]) if len(argv) > 1 else FIXTURES
     names = argv[2:] or list(SCENARIOS)
     claude = install_claude()
     if claude is None:
@@ -731,9 +481,10 @@ def main(argv: list[str]) -> int:
             print(f"  run {i} {run.prompt!r} {run.args} rc={run.returncode} "
                   f"requests={len(run.requests)} result={str(result.get('result'))[:60]!r} "
                   f"err={run.stderr.strip()[-200:]!r}")  # fmt: skip
-        for row in prefix_report(recorded.bodies()):
-            print("  ", json.dumps(row, ensure_ascii=False)[:600])
-        for path in save_fixture(recorded, out / name, scrub=False):
+        billed = audit_file(recorded.folder).billed
+        for miss in billed.misses if billed is not None else ():
+            print(f"  miss at request {miss.request}: {miss.cause} ({miss.detail})")
+        for path in save_fixture(recorded, out / name):
             print("   saved", path)
     return 0
 
