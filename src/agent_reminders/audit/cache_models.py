@@ -2,7 +2,8 @@
 a provider could have read from its cache, given every earlier request.
 
 ``exact``
-    The longest common token prefix with any earlier request.
+    The longest common token prefix with any earlier request (of the same model, when the
+    bodies name one: a provider's cache belongs to one model).
 ``openai``
     That, rounded down to 128-token steps; nothing below 1,024 tokens.
 ``anthropic``
@@ -186,7 +187,9 @@ class CacheSimulator:
         """The figures of the next request (and remember it for the ones after)."""
         pieces = sequence.pieces
         infos = [self._info(p) for p in pieces]
-        chain, starts = [_ROOT], [0]
+        # a cache belongs to one model: the model is the root of every prefix
+        root = _ROOT if sequence.model is None else _hash(sequence.model.encode("utf-8"))
+        chain, starts = [root], [0]
         for piece, info in zip(pieces, infos, strict=True):
             chain.append(_hash(chain[-1] + piece.digest))
             starts.append(starts[-1] + len(info.tokens))

@@ -160,6 +160,8 @@ class PromptSequence:
         session_id: The request log's ``session_id`` (other formats: ``None``).
         auto_cache: The body asks for Anthropic's automatic breakpoint on its last block (a
             top-level ``cache_control``).
+        model: The body's ``model``, when it names one (a provider's cache belongs to one
+            model).
     """
 
     tools: Piece | None
@@ -167,6 +169,7 @@ class PromptSequence:
     messages: tuple[Piece, ...]
     session_id: str | None = None
     auto_cache: bool = False
+    model: str | None = None
 
     @property
     def pieces(self) -> tuple[Piece, ...]:
@@ -418,6 +421,9 @@ class RequestReader:
             # a body that fits both messages formats reads the same either way
             kind: Format = "openai_chat" if "openai_chat" in left else min(left)
             sequence = _READERS[kind](body, where)
+            model = body.get("model")
+            if isinstance(model, str) and model:
+                sequence = replace(sequence, model=model)
             if {"openai_chat", "anthropic"} <= left:
                 self._lean += _lean(body, sequence)
             return sequence

@@ -92,6 +92,7 @@ class RequestRow:
         anthropic_written: The tokens written to Anthropic's cache by this request.
         directive_tokens: Tokens of its messages that carry an envelope.
         prefix_break: The break at this request, if any.
+        model: The body's ``model``, when it names one.
     """
 
     index: int
@@ -102,6 +103,7 @@ class RequestRow:
     anthropic_written: int
     directive_tokens: int
     prefix_break: AuditBreak | None = None
+    model: str | None = None
 
     def uncached(self, model: CacheModel) -> int:
         """Prompt tokens the provider had to prefill under ``model``."""
@@ -201,6 +203,22 @@ class AuditReport:
         }
 
     @property
+    def model_changes(self) -> tuple[dict[str, Any], ...]:
+        """Each request whose body names another model than the previous request of its
+        session: ``{"request", "from", "to"}``. Not a prefix break (the prompt may be the same
+        bytes), but no cache is shared across models: the cache models start again."""
+        last: dict[str | None, str] = {}
+        found = []
+        for row in self.rows:
+            if row.model is None:
+                continue
+            before = last.get(row.session_id)
+            last[row.session_id] = row.model
+            if before is not None and before != row.model:
+                found.append({"request": row.index, "from": before, "to": row.model})
+        return tuple(found)
+
+    @property
     def directive_tokens(self) -> int:
         """Tokens of the messages that carry an envelope, summed over requests."""
         return self._sums["directive"]
@@ -241,6 +259,8 @@ class AuditReport:
             "directive_tokens": self.directive_tokens,
             "directive_overhead": round(self.directive_overhead, 4),
         }
+        if self.model_changes:
+            out["model_changes"] = list(self.model_changes)
         if self.billed is not None:
             out["billed"] = self.billed.to_json()
         return out
@@ -389,6 +409,7 @@ def _audit(
                 anthropic_written=figures.anthropic_written,
                 directive_tokens=figures.directive_tokens,
                 prefix_break=breaks.check(index, line, seq),
+                model=seq.model,
             )
         )
         if isinstance(obj, Mapping) and (kind == "pairs" or "usage" in obj):
@@ -623,6 +644,13 @@ def print_table(report: AuditReport, console: Console, *, max_breaks: int = 20) 
         console.print(table)
         if breaks > max_breaks:
             console.print(f"… and {breaks - max_breaks} more (--json lists them all)")
+    for change in report.model_changes[:max_breaks]:
+        console.print(
+            Text(
+                f"model changed at request {change['request']}: {change['from']} → "
+                f"{change['to']} (no cache is shared across models)"
+            )
+        )
     if report.billed is not None:
         _print_billed(report, console, title="what the provider billed")
     if report.tokenizer_note:
