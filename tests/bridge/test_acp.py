@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from agent_reminders import ModelError, ModelRequest, ModelResponse
 from agent_reminders.bridge import Bridge, BridgeSettings, Connection, Dispatcher
 from agent_reminders.storage import MemoryStore, SQLiteStore
 from agent_reminders.testing import ScriptedModel
@@ -173,10 +176,16 @@ def _prompt(sid: str, text: str = "go") -> dict[str, Any]:
     return {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
 
 
+# the request log's timestamp: ISO 8601 UTC with milliseconds
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+USAGE = {"input_tokens": 40, "output_tokens": 3, "cached_input_tokens": 32}
+
+
 @pytest.mark.anyio
 async def test_prompt_streams_updates_and_delivers_reminders(tmp_path: Path) -> None:
-    model = ScriptedModel(SCRIPT, loop=True)
+    model = ScriptedModel([SCRIPT[0], {**SCRIPT[1], "usage": USAGE}], loop=True)
     log = tmp_path / "requests.jsonl"
+    began = datetime.now(UTC)
     client = Client(_bridge(model, request_log=log))
     await client.ok(
         "initialize",
@@ -193,12 +202,44 @@ async def test_prompt_streams_updates_and_delivers_reminders(tmp_path: Path) -> 
     assert emitted["renderedRole"] == "user"
     assert client.updates()[2]["status"] == "failed"  # serve offers no tools
     assert "CI is red on main" in json.dumps(list(model.requests[0].messages))
+    ended = datetime.now(UTC)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [line["turn"] for line in lines] == [0, 1]
-    assert set(lines[0]) == {"session_id", "turn", "system", "messages"}
+    # written once the answer is in: the time the request was sent, the model, its usage
+    # (the first answer carried none)
+    assert list(lines[0]) == ["session_id", "turn", "timestamp", "model", "system", "messages"]
+    assert list(lines[1]) == [
+        "session_id", "turn", "timestamp", "model", "usage", "system", "messages",
+    ]  # fmt: skip
+    assert {line["model"] for line in lines} == {"scripted"}
+    assert lines[1]["usage"] == {**USAGE, "cache_write_tokens": None, "cache_miss_reason": None}
+    for line in lines:
+        assert TIMESTAMP.match(line["timestamp"]), line["timestamp"]
+        sent = datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+        assert began - timedelta(milliseconds=1) <= sent <= ended
+    assert lines[0]["timestamp"] <= lines[1]["timestamp"]
     error = await client.error("session/revoke_reminder", {"sessionId": sid, "reminderId": rid})
     assert error["data"]["reason"] == "already_delivered"
     assert (await client.ok("session/pending_injections", {}))["pendingCount"] == 0
+
+
+@pytest.mark.anyio
+async def test_a_failed_model_call_is_logged_without_usage(tmp_path: Path) -> None:
+    class Down:
+        name = "anthropic:claude-test"
+
+        async def __call__(self, request: ModelRequest) -> ModelResponse:
+            raise ModelError("anthropic", "the provider is down")
+
+    log = tmp_path / "requests.jsonl"
+    client = Client(_bridge(Down(), request_log=log))
+    sid = (await client.ok("session/new", {}))["sessionId"]
+    error = await client.error("session/prompt", _prompt(sid, "hello"))
+    assert error["data"]["code"] == "RMD-108"  # the model's error, after the line was written
+    (line,) = [json.loads(text) for text in log.read_text().splitlines()]
+    assert list(line) == ["session_id", "turn", "timestamp", "model", "system", "messages"]
+    assert (line["session_id"], line["turn"], line["model"]) == (sid, 0, "anthropic:claude-test")
+    assert line["messages"][-1] == {"role": "user", "content": "hello"}
 
 
 @pytest.mark.anyio

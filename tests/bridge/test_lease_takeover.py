@@ -28,7 +28,7 @@ import agent_reminders
 from agent_reminders import Session
 from agent_reminders.bridge import SessionBusyError
 from agent_reminders.bridge.lease import hold_lease, new_worker_id
-from agent_reminders.storage import SQLiteStore
+from agent_reminders.storage import SQLiteStore, open_store
 
 SRC = str(Path(agent_reminders.__file__).resolve().parents[1])
 HOST = socket.gethostname()
@@ -51,13 +51,24 @@ def start(store: str, folder: Path, name: str, script: list[dict[str, Any]]) -> 
     )  # fmt: skip
 
 
-def wait_for_request(folder: Path, name: str) -> None:
-    """Until the worker has sent its model request (the prompt is then inside the model)."""
-    log = folder / f"{name}-requests.jsonl"
-    deadline = time.monotonic() + 30
-    while not (log.exists() and log.read_text().endswith("\n")):
-        assert time.monotonic() < deadline, "the prompt never reached the model"
-        time.sleep(0.02)
+def wait_for_request(store: str, session_id: str) -> None:
+    """Until the worker has saved the session's first turn, which it does just before its
+    model call (the prompt is then inside the model; the request log shows a request only
+    once it is answered)."""
+
+    async def inside() -> None:
+        async with await open_store(store) as opened:
+            with anyio.fail_after(30):
+                while True:
+                    state = await opened.load_session(session_id)
+                    if state is not None and state.turn >= 1:
+                        return
+                    await anyio.sleep(0.02)
+
+    try:
+        anyio.run(inside)
+    except TimeoutError:
+        raise AssertionError("the prompt never reached the model") from None
 
 
 def prompt(session_id: str, text: str) -> dict[str, Any]:
@@ -71,7 +82,7 @@ def killed_mid_prompt_then_prompted_again(store: str, folder: Path) -> float:
     try:
         sid = first.call("session/new", {"cwd": str(folder), "mcpServers": []})["sessionId"]
         first.send("session/prompt", prompt(sid, "the prompt that dies"))
-        wait_for_request(folder, "first")
+        wait_for_request(store, sid)
     finally:
         first.kill()
     second = start(store, folder, "second", ANSWERS)

@@ -143,12 +143,17 @@ async def pair(fresh_redis_url: str, tmp_path: Path) -> AsyncIterator[tuple[Work
         yield a, b
 
 
-async def requests_logged(w: Worker, count: int) -> None:
-    """Wait until ``w`` has sent ``count`` model requests (its prompt is then inside the
-    model call)."""
-    with anyio.fail_after(30):
-        while len(w.requests()) < count:
-            await anyio.sleep(0.01)
+async def inside_model_call(url: str, session_id: str) -> None:
+    """Wait until a worker has saved the session's first request, which it does just before
+    that model call (its prompt is then inside the call; the request log shows a request
+    only once it is answered)."""
+    async with RedisStore(url) as store:
+        with anyio.fail_after(30):
+            while True:
+                state = await store.load_session(session_id)
+                if state is not None and state.turn >= 1:
+                    return
+                await anyio.sleep(0.01)
 
 
 def carries(request: dict[str, Any], text: str) -> int:
@@ -214,7 +219,7 @@ async def test_busy_elsewhere_is_32006_with_the_owner_and_a_push_reaches_the_nex
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(prompt_on_a)
-            await requests_logged(a, 1)  # A is inside its (slow) first model call
+            await inside_model_call(fresh_redis_url, sid)  # A is inside its slow first call
             assert await b.busy_owner(sid) == a.id
             assert a.id.count(":") == 2  # HOST:PID:RANDOM
             pushed = await b.client.remind("CI is red on main", session_id=sid)
@@ -308,7 +313,7 @@ async def test_a_stalled_owner_s_lease_expires_and_the_session_goes_on_elsewhere
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(doomed_prompt)
-            await requests_logged(a, 1)
+            await inside_model_call(fresh_redis_url, sid)
             assert await b.busy_owner(sid) == a.id
             a.stall()
             during = await b.client.remind("queued while nobody prompts", session_id=sid)

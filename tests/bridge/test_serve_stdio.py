@@ -125,8 +125,11 @@ def test_serve_over_stdio_then_load_after_a_restart(tmp_path: Path) -> None:
     finally:
         assert server.close() == 0
     requests = [json.loads(line) for line in log.read_text().splitlines()]
-    assert set(requests[0]) == {"session_id", "turn", "system", "messages"}
+    # the script's answers carry no usage: a line has it only when the answer had one
+    assert list(requests[0]) == ["session_id", "turn", "timestamp", "model", "system", "messages"]
     assert requests[0]["session_id"] == sid
+    assert requests[0]["model"] == "scripted"
+    assert requests[0]["timestamp"].endswith("Z")
     assert "CI is red on main" in json.dumps(requests[0]["messages"])
 
     again = Server(*args, cwd=tmp_path)

@@ -119,6 +119,7 @@ def test_in_process_runs_are_equal(result: DemoResult) -> None:
     assert [request_log_line(r) for r in again.requests] == [
         request_log_line(r) for r in result.requests
     ]
+    assert again.usages == result.usages
     assert [(e.kind, e.payload) for e in again.events] == [
         (e.kind, e.payload) for e in result.events
     ]
@@ -289,8 +290,18 @@ def test_the_request_log_is_the_one_serve_writes(tmp_path: Path, result: DemoRes
     invoked = runner.invoke(app, ["demo", "--out", str(out)])
     assert invoked.exit_code == 0, invoked.output
     lines = (out / cli_demo.REQUESTS_FILE).read_text(encoding="utf-8").splitlines()
-    assert lines == [request_log_line(r) for r in result.requests]
-    assert {json.loads(line)["session_id"] for line in lines} == {"demo"}  # the parent only
+    assert lines == [
+        request_log_line(r, model="scripted", usage=u)
+        for r, u in zip(result.requests, result.usages, strict=True)
+    ]
+    records = [json.loads(line) for line in lines]
+    assert {r["session_id"] for r in records} == {"demo"}  # the parent only
+    # the model and each answer's usage, but no timestamp: the same bytes on every run
+    assert all(
+        list(r) == ["session_id", "turn", "model", "usage", "system", "messages"] for r in records
+    )
+    assert [r["usage"] for r in records] == [u.to_dict() for u in result.usages if u]
+    assert records[0]["usage"]["input_tokens"] > 0
 
 
 def test_the_docs_quote_the_real_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -424,6 +435,8 @@ def test_any_model_gets_the_same_tasks_and_its_own_usage_is_kept() -> None:
     assert result.compaction_request == 1
     breaks = check_append_only([list(r.messages) for r in result.requests])
     assert [b.request_index for b in breaks] == [1]
+    assert result.model == "function:answer"
+    assert result.usages == (Usage(input_tokens=6_900, output_tokens=10),) * 2  # its own
     # the backend's usage drives token_pressure (6,910 of 7,000 tokens: CRITICAL)
     assert any("Context pressure CRITICAL: 99%" in str(m["content"]) for m in seen[1].messages)
     assert "sent    request 0 (2 messages, 6,900 tokens)" in "\n".join(

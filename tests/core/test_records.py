@@ -25,6 +25,14 @@ from agent_reminders import (
 def test_positional_construction_follows_the_spec_order() -> None:
     usage = Usage(100, 20)
     assert (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens) == (100, 20, None)
+    assert (usage.cache_write_tokens, usage.cache_miss_reason) == (None, None)
+    assert Usage(100, 20, 0, 90, "system_changed").to_dict() == {
+        "input_tokens": 100,
+        "output_tokens": 20,
+        "cached_input_tokens": 0,
+        "cache_write_tokens": 90,
+        "cache_miss_reason": "system_changed",
+    }
     response = ModelResponse({"role": "assistant", "content": "hi"}, usage)
     assert response.usage is usage
     request = ModelRequest("sys", (), (), "s1", 3)  # type: ignore[arg-type]

@@ -150,6 +150,34 @@ async def test_the_async_steps_do_what_the_sync_ones_do() -> None:
     driver.end_run(s)
 
 
+def test_a_usage_mapping_keeps_the_cache_figures_and_a_miss_is_recorded() -> None:
+    driver = Driver(None, {})
+    s = driver.session
+    driver.before_model(s, task="go")
+    usage = {
+        "input_tokens": 1200,
+        "output_tokens": 5,
+        "cached_input_tokens": 0,
+        "cache_write_tokens": 1180,
+        "cache_miss_reason": "tools_changed",
+    }
+    driver.after_model(s, usage, model="anthropic:claude-opus-4-8")
+    driver.before_model(s)
+    driver.after_model(s, {"input_tokens": 1300, "output_tokens": 5})  # no reason: no event
+    missed = [r.payload for r in s.event_log.records if r.kind == "transcript.cache_missed"]
+    assert missed == [
+        {
+            "session_id": s.id,
+            "turn_number": 0,
+            "model": "anthropic:claude-opus-4-8",
+            "reason": "tools_changed",
+            "input_tokens": 1200,
+            "cached_input_tokens": 0,
+            "cache_write_tokens": 1180,
+        }
+    ]
+
+
 # -- the channel ---------------------------------------------------------------------------------
 
 OPUS = ModelInfo(provider="anthropic", name="claude-opus-4-8")

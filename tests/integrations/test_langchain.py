@@ -278,6 +278,8 @@ def check_run(s: Scenario) -> None:
         "input_tokens": 900,
         "output_tokens": 10,
         "cached_input_tokens": None,
+        "cache_write_tokens": None,
+        "cache_miss_reason": None,
     }
     assert {e["context_window"] for e in s.budget_events} == {WINDOW}
     assert s.budget_events[5]["usage"] is None  # that answer reported no usage

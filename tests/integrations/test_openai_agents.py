@@ -675,6 +675,8 @@ async def test_real_openai_models_send_append_only_bytes(
         "input_tokens": 90_000,
         "output_tokens": 10,
         "cached_input_tokens": 800,
+        "cache_write_tokens": None,  # OpenAI reports no cache writes
+        "cache_miss_reason": None,
     }
     assert reminders.session.model == ModelInfo(
         provider="openai",

@@ -307,7 +307,13 @@ def test_token_pressure_comes_from_the_reported_per_call_usage(
     run, _, _ = two_runs
     usages = [e["usage"] for e in run.budget_events]
     assert len(usages) == 8
-    assert usages[1] == {"input_tokens": 910, "output_tokens": 10, "cached_input_tokens": 0}
+    assert usages[1] == {
+        "input_tokens": 910,
+        "output_tokens": 10,
+        "cached_input_tokens": 0,
+        "cache_write_tokens": 0,
+        "cache_miss_reason": None,
+    }
     assert all(u["input_tokens"] == 100 for i, u in enumerate(usages) if i != 1)
     assert {e["context_window"] for e in run.budget_events} == {WINDOW}
     assert {e["model"] for e in run.budget_events} == {"function:script:"}

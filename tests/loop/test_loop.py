@@ -371,6 +371,8 @@ async def test_on_budget_threshold_payload_with_usage() -> None:
         "input_tokens": 900,
         "output_tokens": 40,
         "cached_input_tokens": 600,
+        "cache_write_tokens": None,
+        "cache_miss_reason": None,
     }
     assert payload["context_window"] == 128_000
     assert "model" in payload
@@ -400,7 +402,13 @@ async def test_usage_without_cached_tokens_reports_none_for_them() -> None:
     await agent_loop(model, "task", session=session)
 
     [payload] = p.payloads("on_budget_threshold")
-    assert payload["usage"] == {"input_tokens": 5, "output_tokens": 1, "cached_input_tokens": None}
+    assert payload["usage"] == {
+        "input_tokens": 5,
+        "output_tokens": 1,
+        "cached_input_tokens": None,
+        "cache_write_tokens": None,
+        "cache_miss_reason": None,
+    }
 
 
 @pytest.mark.anyio

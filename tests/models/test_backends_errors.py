@@ -190,7 +190,9 @@ async def test_anthropic_usage_adds_the_cache_fields() -> None:
     with RecordingModelServer([{"content": "a", "raw_usage": raw_usage}]) as server:
         async with claude(server) as model:
             response = await model(REQUEST)
-    assert response.usage == Usage(input_tokens=125, output_tokens=3, cached_input_tokens=100)
+    assert response.usage == Usage(
+        input_tokens=125, output_tokens=3, cached_input_tokens=100, cache_write_tokens=20
+    )
 
 
 async def test_refusal_text_and_text_blocks() -> None:

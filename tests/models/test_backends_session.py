@@ -279,6 +279,12 @@ async def test_token_pressure_fires_from_the_reported_usage() -> None:
     with RecordingModelServer(replies) as server:
         async with AnthropicModel("claude-test", base_url=server.url, api_key="k") as model:
             run = await run_session(model, context_window=1000)
-    assert run.usages[0] == {"input_tokens": 900, "output_tokens": 10, "cached_input_tokens": 800}
+    assert run.usages[0] == {
+        "input_tokens": 900,
+        "output_tokens": 10,
+        "cached_input_tokens": 800,
+        "cache_write_tokens": 0,  # the server wrote nothing for a scripted usage
+        "cache_miss_reason": None,
+    }
     later = texts_in(server.bodies("messages")[1]["messages"])
     assert "91%" in later or "WARNING" in later

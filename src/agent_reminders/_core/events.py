@@ -33,6 +33,9 @@ class Kind:
     CHANNEL_DOWNGRADED = "transcript.channel_downgraded"
     # the tools a request offers changed (in its envelope, or in its tools list)
     TOOLS_CHANGED = "transcript.tools_changed"
+    # the provider said why its prompt cache could not reuse the previous request's prefix
+    # (Usage.cache_miss_reason: Anthropic's cache diagnostics)
+    CACHE_MISSED = "transcript.cache_missed"
 
 
 @fast_init

@@ -26,18 +26,41 @@ __all__ = [
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage reported for one model call."""
+    """Token usage reported for one model call.
+
+    Attributes:
+        input_tokens: The whole prompt, cached or not.
+        output_tokens: The answer.
+        cached_input_tokens: Prompt tokens read from the provider's prompt cache (``None``:
+            the provider reported no such figure).
+        cache_write_tokens: Prompt tokens written to the provider's prompt cache (Anthropic's
+            ``cache_creation_input_tokens``; ``None`` where the provider reports none).
+        cache_miss_reason: The provider's own reason why the prompt cache could not reuse the
+            previous request's prefix (Anthropic's cache diagnostics: ``model_changed``,
+            ``system_changed``, ``tools_changed``, ``messages_changed``,
+            ``previous_message_not_found``, ``unavailable``); ``None`` when it gave none.
+
+    Example:
+        >>> Usage(input_tokens=1200, output_tokens=40, cached_input_tokens=0,
+        ...       cache_write_tokens=1100, cache_miss_reason="system_changed").to_dict()
+        {'input_tokens': 1200, 'output_tokens': 40, 'cached_input_tokens': 0, 'cache_write_tokens': 1100, 'cache_miss_reason': 'system_changed'}
+    """  # noqa: E501
 
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_miss_reason: str | None = None
 
-    def to_dict(self) -> dict[str, int | None]:
-        """``{input_tokens, output_tokens, cached_input_tokens}``."""
+    def to_dict(self) -> dict[str, int | str | None]:
+        """``{input_tokens, output_tokens, cached_input_tokens, cache_write_tokens,
+        cache_miss_reason}``."""
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_input_tokens": self.cached_input_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_miss_reason": self.cache_miss_reason,
         }
 
 

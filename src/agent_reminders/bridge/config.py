@@ -51,7 +51,8 @@ class BridgeSettings:
         max_body_bytes: The largest reminder body accepted.
         max_pending: Items a session's queue may hold before ``-32005``.
         max_frame_bytes: The largest frame (stdio line) accepted.
-        request_log: Append every model request here as one JSON line, when set.
+        request_log: Append every model request here as one JSON line, when set (with
+            the time it was sent, the model and the answer's usage: docs/bridge.md).
         system: The system prompt of new sessions.
         rate_per_second: Requests per second per WebSocket connection (a token bucket
             holding one second of requests; stdio is not limited).

@@ -1,11 +1,12 @@
 """One ``session/prompt``: ``agent_loop`` on a stored session, streamed as ``session/update``.
 
 The model is wrapped: before each request goes out the session is saved (so what the seams
-drained is marked delivered in the store), the request is appended to the request log, the
-directives committed into it are announced (``reminder_emitted``) and the tool results of the
-previous step are reported; after the model answers, what another process queued for the
-session meanwhile is picked up from the store (so the next seam delivers it), and the answer's
-text and tool calls are streamed.
+drained is marked delivered in the store), the directives committed into it are announced
+(``reminder_emitted``) and the tool results of the previous step are reported; after the model
+answers, the request is appended to the request log (with the time it was sent, the model and
+the answer's usage; a call that raised is logged without usage), what another process queued
+for the session meanwhile is picked up from the store (so the next seam delivers it), and the
+answer's text and tool calls are streamed.
 Every notification is awaited before the prompt's response is returned.
 
 A save that fails (Redis restarting, a locked file) is tried again, waiting a little longer each
@@ -20,6 +21,7 @@ the answer is kept, and the watcher or the next answer picks up what was missed.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,7 +36,7 @@ from ..loop.run import agent_loop
 from ..session import Session
 from .connection import Connection
 from .live import LivePrompt
-from .request_log import append_request
+from .request_log import append_request, utc_timestamp
 from .updates import tool_call_update, tool_result_update
 
 if TYPE_CHECKING:
@@ -182,11 +184,21 @@ class PromptRun:
         bridge = self.bridge
         assert bridge.model is not None
         await self.save()
-        log_path = bridge.settings.request_log
-        if log_path is not None:
-            await append_request(log_path, request)
         await self.flush()
-        response = await bridge.model(request)
+        log_path = bridge.settings.request_log
+        if log_path is None:
+            response = await bridge.model(request)
+        else:
+            sent = utc_timestamp(datetime.now(UTC))
+            name = getattr(bridge.model, "name", None)
+            model = name if isinstance(name, str) else None
+            try:
+                response = await bridge.model(request)
+            except Exception:  # a failed call is logged too (without usage); the error goes on
+                await append_request(log_path, request, model=model, timestamp=sent)
+                raise
+            usage = response.usage if isinstance(response, ModelResponse) else None
+            await append_request(log_path, request, model=model, usage=usage, timestamp=sent)
         try:
             await self.live.pick_up(bridge.store)
         except AgentRemindersError as exc:  # the answer is kept; the watcher tries again

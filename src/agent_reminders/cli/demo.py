@@ -68,7 +68,11 @@ def _audit(path: Path) -> AuditReport:
 def _write_requests(result: DemoResult, path: Path) -> None:
     from ..bridge.request_log import request_log_line
 
-    text = "".join(request_log_line(request) + "\n" for request in result.requests)
+    # no timestamp: the demo writes the same bytes on every run
+    text = "".join(
+        request_log_line(request, model=result.model, usage=usage) + "\n"
+        for request, usage in zip(result.requests, result.usages, strict=True)
+    )
     path.write_text(text, encoding="utf-8")
 
 

@@ -60,7 +60,10 @@ def serve(
     ] = 25,
     request_log: Annotated[
         Path | None,
-        typer.Option("--request-log", help="Append every model request as one JSON line."),
+        typer.Option(
+            "--request-log",
+            help="Append every model request (with its answer's usage) as one JSON line.",
+        ),
     ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="TOML config ([server], [[tokens]]).")

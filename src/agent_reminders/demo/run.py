@@ -66,6 +66,10 @@ class DemoResult:
         statuses: The ``agent_loop`` status of ``task 1``, ``reviewer`` and ``task 2``.
         session: The parent session at the end.
         events: Every event-log record of the run, in order.
+        model: The ``name`` of the model that answered (``"scripted"`` offline).
+        usages: The usage of the answer to each of ``requests``, in order: the model's own,
+            else (the built-in script) one token per 4 bytes of compact JSON; ``None`` for
+            a request that got no answer.
     """
 
     requests: tuple[ModelRequest, ...]
@@ -74,6 +78,8 @@ class DemoResult:
     statuses: Mapping[str, LoopStatus]
     session: Session
     events: tuple[EventRecord, ...]
+    model: str
+    usages: tuple[Usage | None, ...]
 
 
 def _responses(beats: Sequence[Beat], prefix: str, start: int = 0) -> list[dict[str, Any]]:
@@ -121,10 +127,17 @@ class _Observed:
     """A model that reports usage when its backend does not (the scripted one) and tells the
     recorder about every answer."""
 
-    def __init__(self, inner: Model, recorder: Recorder, sessions: Mapping[str, Session]) -> None:
+    def __init__(
+        self,
+        inner: Model,
+        recorder: Recorder,
+        sessions: Mapping[str, Session],
+        usages: dict[tuple[str, int], Usage],
+    ) -> None:
         self.inner = inner
         self.recorder = recorder
         self.sessions = sessions
+        self.usages = usages  # (session id, turn) -> the usage of the answer
         self.name = str(getattr(inner, "name", None) or type(inner).__name__)
 
     async def __call__(self, request: ModelRequest) -> ModelResponse:
@@ -134,6 +147,7 @@ class _Observed:
             prompt = [request.tools, request.system, list(request.messages)]
             usage = Usage(input_tokens=_estimate(prompt), output_tokens=_estimate(response.message))
             response = ModelResponse(message=response.message, usage=usage)
+        self.usages[(request.session_id, request.turn)] = usage
         self.recorder.on_model(
             self.sessions[request.session_id],
             request.turn,
@@ -243,6 +257,7 @@ class _Demo:
             nonce=DEMO_NONCE,
         )
         self.sessions: dict[str, Session] = {self.session.id: self.session}
+        self.usages: dict[tuple[str, int], Usage] = {}
         recorder.watch(self.session, "agent")
         host = _Host(self.session, HOST_PUSHES, recorder)
         log.subscribe(host.on_checkpoint, kind_prefix="loop.checkpoint")
@@ -250,10 +265,10 @@ class _Demo:
             from ..testing.scripted import ScriptedModel  # testing pulls in http.server
 
             parent, reviewer = _scripts(turns)
-            self.parent: Model = _Observed(ScriptedModel(parent), recorder, self.sessions)
-            self.reviewer: Model = _Observed(ScriptedModel(reviewer), recorder, self.sessions)
+            self.parent = _Observed(ScriptedModel(parent), recorder, self.sessions, self.usages)
+            self.reviewer = _Observed(ScriptedModel(reviewer), recorder, self.sessions, self.usages)
         else:
-            self.parent = self.reviewer = _Observed(model, recorder, self.sessions)
+            self.parent = self.reviewer = _Observed(model, recorder, self.sessions, self.usages)
         self.statuses: dict[str, LoopStatus] = {}
 
     async def loop(
@@ -314,13 +329,16 @@ class _Demo:
         self.recorder.note(session, "task 2", TASKS[1], kind="user")
         tools = sandbox.tools(self.delegate)
         two = await self.loop("task 2", self.parent, TASKS[1], session, tools, len(second))
+        requests = (*one.requests, *two.requests)
         return DemoResult(
-            requests=(*one.requests, *two.requests),
+            requests=requests,
             compaction_request=compaction_request,
             rows=tuple(self.recorder.rows()),
             statuses=self.statuses,
             session=session,
             events=tuple(session.event_log.records),
+            model=self.parent.name,
+            usages=tuple(self.usages.get((r.session_id, r.turn)) for r in requests),
         )
 
 

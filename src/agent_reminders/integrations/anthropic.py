@@ -30,6 +30,7 @@ from ._wire import (
 
 __all__ = [
     "CACHE_CONTROL",
+    "CACHE_DIAGNOSIS_BETA",
     "CLEAR_AT_BETA",
     "INLINE_TOOLS_BETA",
     "LOOKBACK_BLOCKS",
@@ -207,18 +208,24 @@ def to_anthropic(
 CLEAR_AT_BETA = "mid-conversation-system-clear-at-2026-08-21"
 TOOL_CHANGES_BETA = "mid-conversation-tool-changes-2026-07-01"
 INLINE_TOOLS_BETA = "inline-tools-2026-09-15"
+CACHE_DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
+"""What a body carrying ``diagnostics`` (``{"previous_message_id": ...}``, Anthropic's cache
+diagnostics) needs: the response then says why the prompt cache missed."""
 
 
 def anthropic_betas(body: Mapping[str, Any]) -> list[str]:
     """The ``anthropic-beta`` values a body from :func:`to_anthropic` needs: the ``clear_at``
     beta when an entry carries ``clear_at``, the tool-change beta when an entry carries
     ``tool_addition`` / ``tool_removal`` blocks (and the inline-tools beta when one defines
-    its tool inline); ``[]`` for a body that uses none.
+    its tool inline), the cache-diagnosis beta when the body carries ``diagnostics``; ``[]``
+    for a body that uses none.
 
     Example:
         >>> anthropic_betas({"messages": [{"role": "system", "content": [],
         ...                                "clear_at": "next_user_message"}]})
         ['mid-conversation-system-clear-at-2026-08-21']
+        >>> anthropic_betas({"messages": [], "diagnostics": {"previous_message_id": None}})
+        ['cache-diagnosis-2026-04-07']
     """
     betas: list[str] = []
     messages = body.get("messages") or []
@@ -235,6 +242,8 @@ def anthropic_betas(body: Mapping[str, Any]) -> list[str]:
         betas.append(TOOL_CHANGES_BETA)
     if any(b.get("tool", {}).get("type") == "tool_definition" for b in changes):
         betas.append(INLINE_TOOLS_BETA)
+    if "diagnostics" in body:
+        betas.append(CACHE_DIAGNOSIS_BETA)
     return betas
 
 

@@ -212,7 +212,8 @@ class Driver:
     ) -> None:
         """``on_budget_threshold`` with the usage of the call that just ended (not a run's
         running total): a :class:`~agent_reminders.Usage` or a mapping with
-        ``input_tokens`` / ``output_tokens`` (and optionally ``cached_input_tokens``)."""
+        ``input_tokens`` / ``output_tokens`` (and optionally ``cached_input_tokens``,
+        ``cache_write_tokens``, ``cache_miss_reason``: the keys of ``Usage.to_dict()``)."""
         self._steps.after_call_sync(session, _usage(usage), model)
 
     async def aafter_model(
@@ -296,8 +297,12 @@ def _usage(value: Usage | Mapping[str, Any] | None) -> Usage | None:
     if not isinstance(value, Mapping):
         raise TypeError(f"usage must be a Usage, a mapping or None, not {type(value).__name__}")
     cached = value.get("cached_input_tokens")
+    written = value.get("cache_write_tokens")
+    reason = value.get("cache_miss_reason")
     return Usage(
         input_tokens=int(value.get("input_tokens") or 0),
         output_tokens=int(value.get("output_tokens") or 0),
         cached_input_tokens=None if cached is None else int(cached),
+        cache_write_tokens=None if written is None else int(written),
+        cache_miss_reason=None if reason is None else str(reason),
     )

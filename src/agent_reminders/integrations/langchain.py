@@ -527,10 +527,12 @@ def _usage(answer: AIMessage) -> Usage | None:
         return None
     details = meta.get("input_token_details") or {}
     cached = details.get("cache_read")
+    written = details.get("cache_creation")
     return Usage(
         input_tokens=int(meta.get("input_tokens") or 0),
         output_tokens=int(meta.get("output_tokens") or 0),
         cached_input_tokens=None if cached is None else int(cached),
+        cache_write_tokens=None if written is None else int(written),
     )
 
 

@@ -331,13 +331,15 @@ def _content(message: Message) -> str | list[str]:
 
 def _usage(usage: RequestUsage) -> Usage | None:
     """pydantic-ai's per-request usage (``input_tokens`` is the whole prompt, cached tokens
-    included); ``None`` when the response carried none."""
+    included; its cache reads and writes kept as they are); ``None`` when the response
+    carried none."""
     if usage.unmeasured_requests:
         return None
     return Usage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cached_input_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
     )
 
 

@@ -8,7 +8,8 @@ Code hook runs them at Claude Code's hook events. One iteration:
 2. :meth:`Steps.before_call` — seam ``iteration_start`` drains the queue, then the envelope
    is committed and the request built (:meth:`Steps.commit` alone where no seam comes first);
 3. the model call (the host's), then :meth:`Steps.after_call` — ``on_budget_threshold`` with
-   that call's usage;
+   that call's usage (and a ``cache_missed`` event when the provider said why its prompt
+   cache missed);
 4. :meth:`Steps.pre_dispatch` — seam ``pre_tool_dispatch``: an interrupt drained there
    skips the tool batch;
 5. per tool: :meth:`Steps.before_tool` (``pre`` hooks), the tool (the host's),
@@ -32,6 +33,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from .._core.envelope import neutralize_untrusted
+from .._core.events import Kind
 from .._core.records import Message
 from .._core.request import ModelRequest, ToolCall, ToolResult, Usage
 from ..hooks import Hooks
@@ -43,6 +45,7 @@ __all__ = [
     "Steps",
     "blocked_result",
     "budget_payload",
+    "cache_missed_payload",
     "fire_event",
     "fire_event_sync",
     "neutralized",
@@ -74,6 +77,36 @@ def budget_payload(
         "usage": None if usage is None else usage.to_dict(),
         "context_window": context_window,
         "model": model,
+    }
+
+
+def cache_missed_payload(
+    session: Session, usage: Usage, model: str | None
+) -> dict[str, Any] | None:
+    """The ``transcript.cache_missed`` payload of a model call whose provider said why its
+    prompt cache missed (``usage.cache_miss_reason``), else ``None``: the session, the turn
+    of the request answered, the model name, the reason and the call's token figures.
+
+    Example:
+        >>> from agent_reminders import Session
+        >>> usage = Usage(input_tokens=900, output_tokens=5, cached_input_tokens=0,
+        ...               cache_write_tokens=880, cache_miss_reason="system_changed")
+        >>> cache_missed_payload(Session("s1"), usage, "anthropic:claude-opus-4-8")["reason"]
+        'system_changed'
+        >>> cache_missed_payload(Session("s1"), Usage(900, 5), None) is None
+        True
+    """
+    if usage.cache_miss_reason is None:
+        return None
+    return {
+        "session_id": session.id,
+        # the request just answered: building it moved the session to the next turn
+        "turn_number": max(session.turn - 1, 0),
+        "model": model,
+        "reason": usage.cache_miss_reason,
+        "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
     }
 
 
@@ -163,13 +196,24 @@ class Steps:
 
     # -- 3. after the model call --------------------------------------------------------------
 
+    @staticmethod
+    def note_cache_miss(session: Session, usage: Usage | None, model: str | None) -> None:
+        """Record ``transcript.cache_missed`` (:func:`cache_missed_payload`) when the provider
+        said why its prompt cache missed on the call that just ended."""
+        payload = None if usage is None else cache_missed_payload(session, usage, model)
+        if payload is not None:
+            session.event_log.keep(Kind.CACHE_MISSED, "transcript.cache", payload)
+
     def after_call_sync(self, session: Session, usage: Usage | None, model: str | None) -> None:
-        """``on_budget_threshold`` with the usage of the call that just ended."""
+        """``on_budget_threshold`` with the usage of the call that just ended (after
+        :meth:`note_cache_miss`)."""
+        self.note_cache_miss(session, usage, model)
         payload = budget_payload(usage, self.context_window, model)
         self.fire_sync(session, "on_budget_threshold", payload)
 
     def after_call(self, session: Session, usage: Usage | None, model: str | None) -> Firing:
         """:meth:`after_call_sync` for async hosts."""
+        self.note_cache_miss(session, usage, model)
         return self.fire(
             session, "on_budget_threshold", budget_payload(usage, self.context_window, model)
         )

@@ -193,7 +193,11 @@ def tool_arguments(provider: str, label: str, raw: object, where: str) -> dict[s
 
 
 def field_of(value: Any, name: str) -> Any:
-    """A field of an SDK object, or of a plain dict (older SDKs keep unknown fields raw)."""
+    """A field of an SDK object, or of a plain dict (older SDKs keep unknown fields raw).
+
+    A field the SDK's model does not declare (``diagnostics`` on an ``anthropic`` older than
+    the cache diagnostics) is one of its extras, ``model_extra``; attribute access reaches it
+    too (pydantic serves extras as attributes), as the raw dict the server sent."""
     if value is None:
         return None
     if isinstance(value, Mapping):

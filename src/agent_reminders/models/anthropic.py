@@ -8,6 +8,7 @@ timeouts are the SDK's own (``max_retries``, ``timeout``).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +39,10 @@ __all__ = ["AnthropicModel"]
 PROVIDER = "anthropic"
 _ENV = ("ANTHROPIC_API_KEY",)
 _BETA = "anthropic-beta"
+PREVIOUS_IDS_KEPT = 256
+"""With ``diagnostics=True``: how many sessions' last response ids a backend remembers (the
+least recently used session is forgotten first; its next request then opts in with a ``null``
+previous id, as a first request does)."""
 
 
 class AnthropicModel:
@@ -48,8 +53,20 @@ class AnthropicModel:
     and ``max_tokens``, plus ``request_options`` (``temperature=`` …) as they are. ``text``
     blocks of the answer give the text and ``tool_use`` blocks the tool calls. Usage:
     ``Usage.input_tokens`` is the whole prompt (``input_tokens + cache_read_input_tokens +
-    cache_creation_input_tokens``) and ``cached_input_tokens`` is ``cache_read_input_tokens``
-    (``None`` when the server reports no such figure).
+    cache_creation_input_tokens``), ``cached_input_tokens`` is ``cache_read_input_tokens`` and
+    ``cache_write_tokens`` is ``cache_creation_input_tokens`` (each ``None`` when the server
+    reports no such figure).
+
+    ``diagnostics=True`` opts into Anthropic's cache diagnostics: each request carries
+    ``"diagnostics": {"previous_message_id": ...}`` — the id of the previous response of the
+    same session (:attr:`ModelRequest.session_id`), ``null`` on a session's first request or
+    on a request without a session id — and the ``anthropic-beta`` header
+    :data:`~agent_reminders.integrations.anthropic.CACHE_DIAGNOSIS_BETA`. The response's
+    ``diagnostics.cache_miss_reason.type`` becomes ``Usage.cache_miss_reason``
+    (``system_changed``, ``messages_changed`` …; ``None`` when there was no miss or the
+    diagnosis is still pending), and ``agent_loop`` records a ``transcript.cache_missed``
+    event for it. The backend remembers the last response id of at most
+    :data:`PREVIOUS_IDS_KEPT` sessions.
 
     ``model_info`` tells ``agent_loop`` which model this is, so a session whose ``channel`` is
     ``"auto"`` sends its envelopes as ``system`` entries where the capability table says the
@@ -60,8 +77,8 @@ class AnthropicModel:
 
     Example:
         >>> model = AnthropicModel("claude-sonnet-4-5", max_tokens=1024)
-        >>> model.name, model.cache
-        ('anthropic:claude-sonnet-4-5', True)
+        >>> model.name, model.cache, model.diagnostics
+        ('anthropic:claude-sonnet-4-5', True, False)
         >>> AnthropicModel("claude-opus-4-8", base_url="http://127.0.0.1:9000").model_info
         ModelInfo(provider='anthropic', name='claude-opus-4-8', base_url='http://127.0.0.1:9000')
 
@@ -83,6 +100,7 @@ class AnthropicModel:
         api_key: str | None = None,
         max_tokens: int = 4096,
         cache: bool = True,
+        diagnostics: bool = False,
         max_retries: int | None = None,
         timeout: float | None = None,
         **request_options: Any,
@@ -104,6 +122,9 @@ class AnthropicModel:
         self.base_url = base_url
         self.max_tokens = max_tokens
         self.cache = bool(cache)
+        self.diagnostics = bool(diagnostics)
+        # session id -> the id of its last response, least recently used first
+        self._previous: OrderedDict[str, str] = OrderedDict()
         self.max_retries = max_retries
         self.timeout = timeout
         self.request_options = dict(request_options)
@@ -159,16 +180,34 @@ class AnthropicModel:
             options["system"] = payload["system"]
         if payload["tools"]:
             options["tools"] = payload["tools"]
+        body: dict[str, Any] = {}
+        if self.diagnostics:
+            previous = self._previous.get(request.session_id) if request.session_id else None
+            body["diagnostics"] = {"previous_message_id": previous}
         client = self.client
-        extra = self._headers(client, anthropic_betas(payload))
+        extra = self._headers(client, anthropic_betas({**payload, **body}))
+        if body:  # through extra_body: older SDKs have no diagnostics parameter
+            extra["extra_body"] = {**(extra.get("extra_body") or {}), **body}
         try:
             message = await client.messages.create(**options, **extra)
         except anthropic.APIError as exc:
             raise self._error(exc, client, payload["messages"]) from None
+        if self.diagnostics and request.session_id:
+            self._remember(request.session_id, field_of(message, "id"))
         return ModelResponse(
             message=self._message(field_of(message, "content") or []),
-            usage=self._usage(field_of(message, "usage")),
+            usage=self._usage(field_of(message, "usage"), field_of(message, "diagnostics")),
         )
+
+    def _remember(self, session_id: str, message_id: object) -> None:
+        """Keep ``message_id`` as the session's previous response (a bounded LRU)."""
+        if not isinstance(message_id, str) or not message_id:
+            self._previous.pop(session_id, None)  # nothing to compare the next request with
+            return
+        self._previous[session_id] = message_id
+        self._previous.move_to_end(session_id)
+        while len(self._previous) > PREVIOUS_IDS_KEPT:
+            self._previous.popitem(last=False)
 
     def _headers(self, client: anthropic.AsyncAnthropic, betas: list[str]) -> dict[str, Any]:
         """``request_options`` with the ``anthropic-beta`` header the body needs: the values
@@ -223,16 +262,21 @@ class AnthropicModel:
         return assistant_message(PROVIDER, self._label(), "".join(texts), calls)
 
     @staticmethod
-    def _usage(usage: Any) -> Usage | None:
+    def _usage(usage: Any, diagnostics: Any) -> Usage | None:
+        """``usage`` and the top-level ``diagnostics`` of a response (SDKs without a
+        ``diagnostics`` field keep it among the message's extra fields, as a dict)."""
         if usage is None:
             return None
         fresh = count_of(field_of(usage, "input_tokens")) or 0
         read = count_of(field_of(usage, "cache_read_input_tokens"))
-        written = count_of(field_of(usage, "cache_creation_input_tokens")) or 0
+        written = count_of(field_of(usage, "cache_creation_input_tokens"))
+        reason = field_of(field_of(diagnostics, "cache_miss_reason"), "type")
         return Usage(
-            input_tokens=fresh + (read or 0) + written,
+            input_tokens=fresh + (read or 0) + (written or 0),
             output_tokens=count_of(field_of(usage, "output_tokens")) or 0,
             cached_input_tokens=read,
+            cache_write_tokens=written,
+            cache_miss_reason=reason if isinstance(reason, str) and reason else None,
         )
 
     async def aclose(self) -> None:
