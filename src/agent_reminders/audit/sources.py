@@ -179,6 +179,19 @@ def call_from_usage(
     )
 
 
+def reports_cache(usage: Mapping[str, Any]) -> bool:
+    """Whether a usage object says anything about the prompt cache: a usage without a cached
+    or a cache-write figure (a scripted model's estimate, a server without caching) bills no
+    cache, so the chain has nothing to go on."""
+    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+        return True
+    for key in ("prompt_tokens_details", "input_tokens_details"):
+        details = usage.get(key)
+        if isinstance(details, Mapping) and details.get("cached_tokens") is not None:
+            return True
+    return any(usage.get(k) is not None for k in ("cached_input_tokens", "cache_write_tokens"))
+
+
 def _where(source: str, line: int) -> str:
     return f"{source} line {line}"
 
@@ -367,13 +380,13 @@ def pair_call(
     line: int | None,
 ) -> Call | None:
     """The call of one ``{request, response}`` pair (``None`` when the response carries no
-    usage, e.g. an error)."""
+    usage, e.g. an error, or none about the cache: :func:`reports_cache`)."""
     response = obj.get("response")
     request = obj.get("request")
     if not isinstance(response, Mapping):
         raise AuditError(f"{where}: response must be a JSON object")
     usage = response.get("usage")
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, Mapping) or not reports_cache(usage):
         return None
     model = response.get("model") or (
         request.get("model") if isinstance(request, Mapping) else None
@@ -402,9 +415,10 @@ def log_call(
     source: str | None,
     line: int | None,
 ) -> Call | None:
-    """The call of one request-log line that kept its response's usage (``None``: none)."""
+    """The call of one request-log line that kept its response's usage (``None``: none, or
+    none about the cache — the demo's scripted model estimates tokens, it caches nothing)."""
     usage = obj.get("usage")
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, Mapping) or not reports_cache(usage):
         return None
     model = obj.get("model")
     name = model if isinstance(model, str) else None

@@ -128,7 +128,7 @@ def response_from(item: ModelResponse | Mapping[str, Any], index: int = 0) -> Mo
 
     Example:
         >>> response_from({"content": "hi", "usage": {"input_tokens": 3, "output_tokens": 1}})
-        ModelResponse(message={'role': 'assistant', 'content': 'hi'}, usage=Usage(input_tokens=3, output_tokens=1, cached_input_tokens=None))
+        ModelResponse(message={'role': 'assistant', 'content': 'hi'}, usage=Usage(input_tokens=3, output_tokens=1, cached_input_tokens=None, cache_write_tokens=None, cache_miss_reason=None))
     """  # noqa: E501
     return _step(item, f"response {index}").response
 
