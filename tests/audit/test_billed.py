@@ -567,3 +567,16 @@ def test_a_claude_code_upgrade_and_a_compaction_trigger_are_read(tmp_path: Path)
         ("system_changed", "Claude Code 2.1.331 → 2.1.332: a new system prompt"),
         ("compaction", "compacted (auto), 160,000 tokens before"),
     ]
+
+
+def test_a_folder_reports_each_session(tmp_path: Path) -> None:
+    for name in ("baseline", "idle-gap"):
+        source = next((FIXTURES / "claude-code" / name).glob("*/*.jsonl"))
+        (tmp_path / f"{name}.jsonl").write_bytes(source.read_bytes())
+    report = audit_file(tmp_path)
+    assert report.billed is not None
+    sessions = report.billed.to_json()["sessions"]
+    assert sorted(s["misses"] for s in sessions.values()) == [0, 1]
+    assert sum(s["requests"] for s in sessions.values()) == len(report.billed.rows)
+    assert all(s["cost"] > 0 for s in sessions.values())
+    assert [m.cause for m in report.billed.misses] == ["idle_gap"]

@@ -315,6 +315,30 @@ class BilledReport:
         ranked = sorted(found.items(), key=lambda kv: (-kv[1]["cost"], -kv[1]["tokens"]))
         return {cause: {**v, "cost": _money(v["cost"])} for cause, v in ranked}
 
+    def by_session(self) -> dict[str, dict[str, Any]]:
+        """Per session (its sub-agents included), in order of first request: requests,
+        misses, the read share and the cost."""
+        found: dict[str, dict[str, Any]] = {}
+        for row in self.rows:
+            name = row.call.session or "(no session id)"
+            entry = found.setdefault(
+                name, {"requests": 0, "misses": 0, "read": 0, "prompt": 0, "cost": 0.0}
+            )
+            entry["requests"] += 1
+            entry["misses"] += row.miss is not None
+            entry["read"] += row.call.read
+            entry["prompt"] += row.call.prompt
+            entry["cost"] += row.cost or 0.0
+        return {
+            name: {
+                "requests": e["requests"],
+                "misses": e["misses"],
+                "read_share": round(e["read"] / e["prompt"], 4) if e["prompt"] else 0.0,
+                "cost": _money(e["cost"]),
+            }
+            for name, e in found.items()
+        }
+
     def to_json(self, *, rows: bool = True) -> dict[str, Any]:
         """The ``billed`` object of ``--json`` (docs/audit.md, "What the provider billed")."""
         out: dict[str, Any] = {
@@ -336,6 +360,7 @@ class BilledReport:
             },
             "misses": [_miss_json(self.rows, m) for m in self.misses],
             "causes": self.by_cause(),
+            "sessions": self.by_session(),
         }
         if rows:
             out["rows"] = [r.to_json() for r in self.rows]

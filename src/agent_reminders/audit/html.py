@@ -19,6 +19,7 @@ _CACHED, _UNCACHED, _BREAK = "#2f9e44", "#f08c00", "#e03131"
 _WRITTEN = "#1c7ed6"
 _MAX_BAR = 48.0  # a few requests: narrow bars, not slabs
 _MAX_LABELS = 12  # more break labels than this would overlap: lines only
+_LABEL_ROW = 14  # the timeline's miss labels take turns on three rows
 
 _STYLE = """
 * { box-sizing: border-box; }
@@ -180,13 +181,14 @@ def _timeline(billed: BilledReport) -> str:
     the provider billed them; each miss marked in red with its cause and cost."""
     rows = billed.rows
     plot_w = _WIDTH - _LEFT - _RIGHT
-    plot_h = _HEIGHT - _TOP - _BOTTOM
+    head = _TOP + 2 * _LABEL_ROW  # room for three rows of miss labels
+    plot_h = _HEIGHT - head - _BOTTOM
     top, ticks = _scale(max(r.call.prompt for r in rows))
     slot = plot_w / len(rows)
     gap = min(2.0, slot * 0.2) if slot > 3 else 0.0
 
     def y(value: float) -> float:
-        return _TOP + plot_h - plot_h * value / top
+        return head + plot_h - plot_h * value / top
 
     parts = [
         f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
@@ -200,11 +202,14 @@ def _timeline(billed: BilledReport) -> str:
             f'fill="#59636e">{_tokens(tick)}</text>'
         )
     labels = len(billed.misses) <= _MAX_LABELS
+    shown = 0
     for position, row in enumerate(rows):
         miss = row.miss
         if miss is None:
             continue
         x = _LEFT + (position + 0.5) * slot
+        level = head - (shown % 3) * _LABEL_ROW  # neighbours' labels on different rows
+        shown += 1
         text = (
             f"miss at request {miss.request}: {miss.cause} — {miss.detail}; "
             f"{miss.tokens:,} tokens not read, {_money(miss.cost)}"
@@ -212,15 +217,10 @@ def _timeline(billed: BilledReport) -> str:
         parts.append(
             f'<g class="miss" data-request="{miss.request}" data-cause="{miss.cause}">'
             f"<title>{escape(text)}</title>"
-            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 6}" y2="{y(0):.1f}" '
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{level - 6}" y2="{y(0):.1f}" '
             f'stroke="{_BREAK}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<path d="M{x - 5:.2f},{_TOP - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
-            + (
-                f'<text x="{x + 7:.2f}" y="{_TOP - 7}" font-size="12" fill="{_BREAK}">'
-                f"{escape(miss.cause)} {escape(_money(miss.cost))}</text>"
-                if labels
-                else ""
-            )
+            f'<path d="M{x - 5:.2f},{level - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
+            + (_label(x, level - 7, f"{miss.cause} {_money(miss.cost)}") if labels else "")
             + "</g>"
         )
     for position, row in enumerate(rows):
@@ -266,6 +266,17 @@ def _timeline(billed: BilledReport) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _label(x: float, y: float, text: str) -> str:
+    """A miss's label right of its mark, or left of it where it would run off the chart
+    (about 7 px a character at 12 px)."""
+    if x + 7 + 7 * len(text) > _WIDTH - _RIGHT:
+        return (
+            f'<text x="{x - 7:.2f}" y="{y}" font-size="12" fill="{_BREAK}" '
+            f'text-anchor="end">{escape(text)}</text>'
+        )
+    return f'<text x="{x + 7:.2f}" y="{y}" font-size="12" fill="{_BREAK}">{escape(text)}</text>'
 
 
 def _billed_section(billed: BilledReport) -> str:
@@ -323,6 +334,18 @@ def _billed_section(billed: BilledReport) -> str:
         if misses
         else ""
     )
+    sessions = billed.by_session()
+    if len(sessions) > 1:
+        session_rows = "".join(
+            f"<tr><td>{escape(name)}</td><td class='n'>{e['requests']}</td>"
+            f"<td class='n'>{e['misses']}</td><td class='n'>{e['read_share']:.1%}</td>"
+            f"<td class='n'>{_money(e['cost'])}</td></tr>"
+            for name, e in sessions.items()
+        )
+        tables += (
+            "<h2>By session</h2><table><tr><th>session</th><th>requests</th><th>misses</th>"
+            f"<th>read from the cache</th><th>cost</th></tr>{session_rows}</table>"
+        )
     return (
         f'<h2>What the provider billed</h2><div class="cards">{cards}</div>{summary}{unpriced}'
         f'<div class="chart" data-chart="billed">{_timeline(billed)}</div>'
