@@ -91,9 +91,13 @@ async def test_append_request_writes_one_line_each(tmp_path: Path) -> None:
 def test_the_audit_reads_the_new_lines_as_before() -> None:
     plain = request_log_record(REQUEST)
     full = request_log_record(
-        REQUEST, model="anthropic:claude-opus-4-8", usage=USAGE, timestamp="t"
+        REQUEST, model="anthropic:claude-opus-4-8", usage=USAGE, timestamp="2026-12-04T10:00:00Z"
     )
     one, two = (audit_requests([r], encoding="bytes/4") for r in (plain, full))
     assert one.format == two.format == "log"
     assert one.prompt_tokens == two.prompt_tokens
     assert two.rows[0].session_id == "s1"
+    # the usage is what the provider billed: the audit reads it too
+    assert one.billed is None
+    assert two.billed is not None
+    assert two.billed.rows[0].call.model == "anthropic:claude-opus-4-8"
