@@ -4,10 +4,10 @@ Plain functions, importable by a test (``sys.path`` holding ``tests/integrations
 script (``python tests/integrations/_codex_sessions.py OUT_DIR [SCENARIO ...]``) to write the
 fixtures under ``tests/fixtures/transcripts/codex/<scenario>/``: the rollout file(s) Codex wrote
 (``sessions/YYYY/MM/DD/rollout-*.jsonl``, paths kept relative to ``$CODEX_HOME``) and
-``requests.jsonl``, one line per model request the server received:
-``{"run": n, "path": "/v1/responses", "body": {...}, "usage": {...}}`` (``usage`` is what the
-fake reported in ``response.completed``; ``None`` for a request answered otherwise). The
-temporary home is written as ``/home/dev`` everywhere.
+``runs.json`` (each run's arguments, exit status, session id and the indexes of the requests
+it made). The temporary home is written as ``/home/dev`` everywhere. The request bodies and
+the usage the fake reported stay in memory (``session.server.requests``, ``.usages``,
+``.responses``): a ``*.jsonl`` request log next to the rollouts would be audited with them.
 
 The server is :class:`_fake_responses.FakeResponses` with ``cache="by_key"``: it reports
 ``usage.input_tokens``, ``usage.input_tokens_details.cached_tokens`` (the longest run of
@@ -18,8 +18,9 @@ which ``agent_reminders.testing.RecordingModelServer`` does not, hence this fake
 Each scenario is one Codex session, driven by ``codex exec`` then ``codex exec resume <id>``:
 
 - ``baseline``: a prompt whose answer is one ``exec_command`` call, then a second prompt;
-- ``idle_gap``: the same, the resumed run under libfaketime (``FAKETIME="+10m"``);
-- ``idle_wait``: a real 10-minute pause instead (libfaketime does not reach the static binary);
+- ``idle_wait``: a real 10-minute pause between the runs (the npm package's Linux binary is
+  a static-pie musl executable: libfaketime's ``LD_PRELOAD`` never reaches it, so its clock
+  cannot be moved);
 - ``model_switch``: the resumed run with ``-m other-model``;
 - ``compaction``: auto-compaction before the second prompt (the fake reports an
   ``input_tokens`` over ``model_auto_compact_token_limit`` at the end of the first turn);
@@ -28,7 +29,6 @@ Each scenario is one Codex session, driven by ``codex exec`` then ``codex exec r
 - ``agents_md``: ``AGENTS.md`` in the project changed between the two runs;
 - ``hook_context``: a ``SessionStart`` hook whose ``additionalContext`` differs per run;
 - ``tools_change``: the resumed run with ``--disable goals``;
-- ``developer_instructions``: the resumed run with ``-c developer_instructions=...``;
 - ``base_instructions``: the resumed run with ``-c model_instructions_file=...``.
 
 :func:`prefix_report` says, for each request after the first of a ``prompt_cache_key``,
@@ -99,26 +99,6 @@ def install_codex(prefix: Path = CACHE) -> Path | None:
         capture_output=True, text=True, timeout=1200, check=False,
     )  # fmt: skip
     return find_codex(prefix)
-
-
-def libfaketime() -> Path | None:
-    """``libfaketime.so.1``: ``$LIBFAKETIME``, or from the PyPI package ``libfaketime`` or
-    Debian's ``faketime``, if installed."""
-    if os.environ.get("LIBFAKETIME"):
-        return Path(os.environ["LIBFAKETIME"])
-    try:
-        import libfaketime as package  # type: ignore[import-not-found]
-
-        base = Path(package.__file__).parent
-        found = sorted(base.glob("vendor/libfaketime/src/libfaketime.so.1"))
-        if found:
-            return found[0]
-    except ImportError:
-        pass
-    for path in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",):
-        if Path(path).is_file():
-            return Path(path)
-    return None
 
 
 # -- the fake model --------------------------------------------------------------------------------
@@ -280,20 +260,11 @@ class Session:
     def rollouts(self) -> list[Path]:
         return sorted((self.codex_home / "sessions").rglob("rollout-*.jsonl"))
 
-    def records(self) -> list[dict[str, Any]]:
-        """One ``requests.jsonl`` line per request: run, path, body, reported usage."""
-        usages = dict(self.server.usages)
-        run_of = {i: n for n, run in enumerate(self.runs) for i in run.requests}
-        return [
-            {"run": run_of.get(i), "path": r.path, "body": r.json, "usage": usages.get(i)}
-            for i, r in enumerate(self.server.requests)
-        ]
-
     def bodies(self) -> list[dict[str, Any]]:
         return [r.json for r in self.server.requests if r.path.endswith("/responses")]
 
     def save(self, folder: Path) -> None:
-        """The rollout files and ``requests.jsonl`` (and ``runs.json``) into ``folder``."""
+        """The rollout files and ``runs.json`` into ``folder``."""
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
@@ -301,8 +272,6 @@ class Session:
             target = folder / path.relative_to(self.codex_home)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(self._tidy(path.read_text(encoding="utf-8")), encoding="utf-8")
-        lines = [json.dumps(r, ensure_ascii=False) for r in self.records()]
-        (folder / "requests.jsonl").write_text(self._tidy("\n".join(lines) + "\n"), "utf-8")
         runs = [
             {"args": r.args, "returncode": r.returncode, "requests": r.requests,
              "session_id": r.session_id}
@@ -368,17 +337,6 @@ def baseline(codex: Path, root: Path) -> Session:
     return _two_runs(start(codex, root))
 
 
-def idle_gap(codex: Path, root: Path, shift: str = "+10m") -> Session:
-    """The resumed run with ``LD_PRELOAD=libfaketime.so.1 FAKETIME=+10m``. The Linux binary
-    of the npm package is a static-pie musl executable, which the dynamic loader's
-    ``LD_PRELOAD`` does not reach: compare the rollout's timestamps to see whether it did."""
-    library = libfaketime()
-    if library is None:
-        raise RuntimeError("libfaketime is not installed (pip install libfaketime)")
-    env = {"LD_PRELOAD": str(library), "FAKETIME": shift, "FAKETIME_DONT_RESET": "1"}
-    return _two_runs(start(codex, root), resume_env=env)
-
-
 def idle_wait(codex: Path, root: Path, seconds: float | None = None) -> Session:
     """A real pause (``$CODEX_IDLE_SECONDS``, default 600) between the two runs, longer than
     the fake's ``CACHE_TTL``: the resumed request's prefix is forgotten, as OpenAI forgets it."""
@@ -442,12 +400,6 @@ def tools_change(codex: Path, root: Path) -> Session:
     return _two_runs(start(codex, root), resume_args=("--disable", "goals"))
 
 
-def developer_instructions(codex: Path, root: Path) -> Session:
-    """The resumed run with ``-c developer_instructions=...`` (none before)."""
-    setting = 'developer_instructions="Always answer in French."'
-    return _two_runs(start(codex, root), resume_args=("-c", setting))
-
-
 def base_instructions(codex: Path, root: Path) -> Session:
     """The resumed run with ``-c model_instructions_file=...``: new base instructions."""
     session = start(codex, root)
@@ -459,7 +411,6 @@ def base_instructions(codex: Path, root: Path) -> Session:
 
 SCENARIOS: dict[str, Callable[[Path, Path], Session]] = {
     "baseline": baseline,
-    "idle_gap": idle_gap,
     "idle_wait": idle_wait,
     "model_switch": model_switch,
     "compaction": compaction,
@@ -468,7 +419,6 @@ SCENARIOS: dict[str, Callable[[Path, Path], Session]] = {
     "agents_md": agents_md,
     "hook_context": hook_context,
     "tools_change": tools_change,
-    "developer_instructions": developer_instructions,
     "base_instructions": base_instructions,
 }
 

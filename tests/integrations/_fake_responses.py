@@ -11,7 +11,8 @@ records anything else it is asked as an error.
 
 Each request is recorded (path, headers, parsed JSON body) before the script function is
 called with it; the function returns a :class:`Reply`. The ``usage`` each streamed answer
-reported is kept in ``usages`` (``(request index, usage)``).
+reported is kept in ``usages`` (``(request index, usage)``), and ``responses`` maps each
+response ``id`` given to the request's index (Codex writes that id in its rollout).
 
 Cached tokens: by default (``cache="any"``) the longest run of leading ``input`` items shared
 with any earlier request. ``cache="by_key"`` models OpenAI's prompt cache the way
@@ -159,6 +160,7 @@ class FakeResponses:
         self._previous: dict[tuple[str, str], tuple[float, list[str]]] = {}
         self.requests: list[Request] = []
         self.usages: list[tuple[int, dict[str, Any]]] = []
+        self.responses: dict[str, int] = {}  # response id -> request index
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._ids = _Counter()
@@ -205,6 +207,8 @@ class FakeResponses:
         reply = self._answer(request)
         n = self._ids.next()
         response_id = f"resp_{n}"
+        with self._lock:
+            self.responses[response_id] = at
         model = request.json.get("model", "") if isinstance(request.json, dict) else ""
         base = {"id": response_id, "object": "response", "model": model}
         events = [

@@ -65,7 +65,8 @@ CODEX = "@openai/codex"
 VERSION = "0.171.0"
 PIN = ("--no-save", f"{CODEX}@{VERSION}")
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".venv" / "codex"
+# a worktree can point AGENT_REMINDERS_CODEX_PREFIX at the main checkout's install
+CACHE = Path(os.environ.get("AGENT_REMINDERS_CODEX_PREFIX") or ROOT / ".venv" / "codex")
 SRC = ROOT / "src"
 
 FAILING_PYTEST = """\
