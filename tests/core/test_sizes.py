@@ -24,7 +24,6 @@ KNOWN_LARGE: dict[str, int] = {
     "demo/scenario.py": 704,
     "facts.py": 619,
     "session.py": 844,
-    "testing/recording_server.py": 630,
     "testing/store_contract.py": 844,
 }
 

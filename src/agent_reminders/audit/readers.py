@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._core.errors import AuditError
+from ..integrations.anthropic import strip_cache_control
 
 __all__ = [
     "FORMATS",
@@ -108,14 +109,6 @@ def _has_marker(value: Any) -> bool:
     return False
 
 
-def _strip(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class Piece:
     """One element of a prompt sequence (the tools, a system part or a message).
@@ -143,7 +136,7 @@ class Piece:
         marked = tuple(i for i, block in enumerate(blocks) if _has_marker(block))
         if not marked and _has_marker(value):  # on the message itself: its last block
             marked = (len(blocks) - 1,)
-        stripped = _strip(value)
+        stripped = strip_cache_control(value)
         text = canonical_json(stripped)
         return cls(value=stripped, text=text, digest=_digest(text), marked=marked)
 

@@ -37,6 +37,7 @@ __all__ = [
     "TOOL_CHANGES_BETA",
     "anthropic_betas",
     "from_anthropic",
+    "strip_cache_control",
     "to_anthropic",
 ]
 
@@ -247,12 +248,19 @@ def anthropic_betas(body: Mapping[str, Any]) -> list[str]:
     return betas
 
 
-def _strip(value: Any) -> Any:
-    """A copy without any ``cache_control`` key (at any depth of the blocks)."""
+def strip_cache_control(value: Any) -> Any:
+    """A copy without any ``cache_control`` key, at any depth: what the prompt cache compares
+    (the markers move by design). The one copy of the rule: the audit, the recording server
+    and the prompt-cache oracle use it too.
+
+    Example:
+        >>> strip_cache_control([{"type": "text", "text": "a", "cache_control": CACHE_CONTROL}])
+        [{'type': 'text', 'text': 'a'}]
+    """
     if isinstance(value, Mapping):
-        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list | tuple):
-        return [_strip(v) for v in value]
+        return [strip_cache_control(v) for v in value]
     return value
 
 
@@ -363,7 +371,7 @@ def from_anthropic(
         >>> [(m["role"], m["content"]) for m in history]
         [('assistant', ''), ('tool', 'a.py'), ('user', 'go on')]
     """
-    stripped = _strip(body)
+    stripped = strip_cache_control(body)
     raw = message_list(stripped, "messages")
     system: Any = stripped.get("system", "") if isinstance(stripped, Mapping) else ""
     if system is None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._core.errors import ConfigError, ModelError
-from ..integrations.anthropic import LOOKBACK_BLOCKS
+from ..integrations.anthropic import LOOKBACK_BLOCKS, strip_cache_control
 
 __all__ = ["DIAGNOSIS_BETA", "AnthropicPromptCache", "Clock", "FakeClock"]
 
@@ -115,16 +115,8 @@ class _Fingerprint:
 
 def _canonical(value: Any) -> bytes:
     return json.dumps(
-        _strip(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        strip_cache_control(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     ).encode("utf-8")
-
-
-def _strip(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
 
 
 def _markers(value: Any, where: str) -> list[tuple[Any, str]]:

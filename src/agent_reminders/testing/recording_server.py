@@ -12,6 +12,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .._core.request import ModelResponse
+from ..integrations.anthropic import strip_cache_control
 from ._refusals import anthropic_refusal, openai_role_refusal
 from ._sse import anthropic_sse_events
 from .prompt_cache import AnthropicPromptCache
@@ -87,14 +88,6 @@ def _size(item: Any) -> int:
 
 def _tokens(nbytes: int) -> int:
     return -(-nbytes // _BYTES_PER_TOKEN)
-
-
-def _strip_cache_control(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_cache_control(v) for v in value]
-    return value
 
 
 def _output_tokens(response: ModelResponse) -> int:
@@ -491,7 +484,7 @@ class RecordingModelServer:
         items = _conversation(api, body)
         marked = [i for i, item in enumerate(items) if _has_cache_control(item)]
         texts = [
-            json.dumps(_strip_cache_control(item), ensure_ascii=False, separators=(",", ":"))
+            json.dumps(strip_cache_control(item), ensure_ascii=False, separators=(",", ":"))
             for item in items
         ]
         sizes = [len(t.encode("utf-8")) for t in texts]
@@ -605,14 +598,3 @@ class RecordingModelServer:
             "stop_sequence": None,
             "usage": usage,
         }
-
-
-def strip_cache_control(value: Any) -> Any:
-    """A copy of a JSON value with every ``cache_control`` key removed (Anthropic's cache
-    markers move by design, so append-only is judged without them).
-
-    Example:
-        >>> strip_cache_control([{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}])
-        [{'type': 'text', 'text': 'hi'}]
-    """  # noqa: E501
-    return _strip_cache_control(value)
