@@ -67,49 +67,100 @@ def _scale(top: int) -> tuple[int, list[int]]:
     return count * step, [i * step for i in range(count + 1)]
 
 
+class _Frame:
+    """One chart's geometry and its shared parts: the grid, the bottom axis, the red marks
+    (a prefix break, a cache miss) and the stacked bars, ``count`` bars high up to ``tallest``
+    tokens, with ``rows`` rows of mark labels above the plot."""
+
+    def __init__(self, count: int, tallest: int, label: str, rows: int = 1) -> None:
+        self.count = count
+        self.head = _TOP + (rows - 1) * _LABEL_ROW
+        self.plot_h = _HEIGHT - self.head - _BOTTOM
+        self.top, self.ticks = _scale(tallest)
+        self.slot = (_WIDTH - _LEFT - _RIGHT) / count
+        self.gap = min(2.0, self.slot * 0.2) if self.slot > 3 else 0.0
+        self.parts = [
+            f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="{escape(label)}">'
+        ]
+        for tick in self.ticks:
+            self.parts.append(
+                f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{self.y(tick):.1f}" '
+                f'y2="{self.y(tick):.1f}" stroke="#eef1f4"/>'
+                f'<text x="{_LEFT - 8}" y="{self.y(tick) + 4:.1f}" text-anchor="end" '
+                f'font-size="12" fill="#59636e">{_tokens(tick)}</text>'
+            )
+
+    def y(self, value: float) -> float:
+        return self.head + self.plot_h - self.plot_h * value / self.top
+
+    def centre(self, position: int) -> float:
+        return _LEFT + (position + 0.5) * self.slot
+
+    def mark(self, position: int, level: float, attrs: str, title: str, label: str | None) -> None:
+        """A red dashed line with a triangle at ``level`` (its label beside it, if any)."""
+        x = self.centre(position)
+        self.parts.append(
+            f"<g {attrs}><title>{escape(title)}</title>"
+            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{level - 6}" y2="{self.y(0):.1f}" '
+            f'stroke="{_BREAK}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<path d="M{x - 5:.2f},{level - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
+            + ("" if label is None else _label(x, level - 7, label))
+            + "</g>"
+        )
+
+    def bar(self, position: int, tip: str, stack: list[tuple[str, int, str]]) -> None:
+        """One request's bar: ``(class, tokens, colour)`` stacked from the bottom."""
+        w = min(max(self.slot - self.gap, 0.5), _MAX_BAR)
+        x = self.centre(position) - w / 2
+        bottom, rects = 0, []
+        for name, value, colour in stack:
+            rects.append(
+                f'<rect class="{name}" x="{x:.2f}" y="{self.y(bottom + value):.2f}" '
+                f'width="{w:.2f}" height="{self.y(bottom) - self.y(bottom + value):.2f}" '
+                f'fill="{colour}"/>'
+            )
+            bottom += value
+        self.parts.append(f'<g class="bar"><title>{escape(tip)}</title>{"".join(rects)}</g>')
+
+    def close(self, names: list[int]) -> str:
+        """The bottom axis (``names``: each bar's request index), and the whole SVG."""
+        axis = self.y(0)
+        self.parts.append(
+            f'<text x="{_LEFT - 8}" y="{self.head - 12}" text-anchor="end" font-size="12" '
+            'fill="#59636e">tokens</text>'
+            f'<text x="{_WIDTH - _RIGHT}" y="{axis + 30:.1f}" text-anchor="end" font-size="12" '
+            'fill="#59636e">request</text>'
+            f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{axis:.1f}" y2="{axis:.1f}" '
+            'stroke="#8c959f"/>'
+        )
+        step = max(1, round(self.count / 10))
+        for position in range(0, self.count, step):
+            self.parts.append(
+                f'<text x="{self.centre(position):.1f}" y="{axis + 18:.1f}" '
+                f'text-anchor="middle" font-size="12" fill="#59636e">{names[position]}</text>'
+            )
+        self.parts.append("</svg>")
+        return "".join(self.parts)
+
+
 def _chart(report: AuditReport, model: CacheModel) -> str:
     rows = report.rows
-    plot_w = _WIDTH - _LEFT - _RIGHT
-    plot_h = _HEIGHT - _TOP - _BOTTOM
-    top, ticks = _scale(max(r.prompt_tokens for r in rows))
-    slot = plot_w / len(rows)
-    gap = min(2.0, slot * 0.2) if slot > 3 else 0.0
-
-    def y(value: float) -> float:
-        return _TOP + plot_h - plot_h * value / top
-
-    parts = [
-        f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
-        f'aria-label="cached and uncached prompt tokens per request under the {model} model">'
-    ]
-    for tick in ticks:
-        parts.append(
-            f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
-            'stroke="#eef1f4"/>'
-            f'<text x="{_LEFT - 8}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="12" '
-            f'fill="#59636e">{_tokens(tick)}</text>'
-        )
+    frame = _Frame(
+        len(rows),
+        max(r.prompt_tokens for r in rows),
+        f"cached and uncached prompt tokens per request under the {model} model",
+    )
     # breaks first: their lines run behind the bars, the marks stay above them
     labels = len(report.prefix_breaks) <= _MAX_LABELS
     for brk in report.prefix_breaks:
-        x = _LEFT + (brk.request + 0.5) * slot
-        text = f"break at request {brk.request}: {brk.reason} (message {brk.message})"
-        parts.append(
-            f'<g class="break" data-request="{brk.request}"><title>{escape(text)}</title>'
-            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{_TOP - 6}" y2="{y(0):.1f}" '
-            f'stroke="{_BREAK}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<path d="M{x - 5:.2f},{_TOP - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
-            + (
-                f'<text x="{x + 7:.2f}" y="{_TOP - 7}" font-size="12" fill="{_BREAK}">'
-                f"{escape(brk.reason)}</text>"
-                if labels
-                else ""
-            )
-            + "</g>"
+        frame.mark(
+            brk.request,
+            _TOP,
+            f'class="break" data-request="{brk.request}"',
+            f"break at request {brk.request}: {brk.reason} (message {brk.message})",
+            brk.reason if labels else None,
         )
     for row in rows:
-        w = min(max(slot - gap, 0.5), _MAX_BAR)
-        x = _LEFT + (row.index + 0.5) * slot - w / 2
         cached, uncached = row.cached[model], row.uncached(model)
         tip = (
             f"request {row.index}"
@@ -117,34 +168,8 @@ def _chart(report: AuditReport, model: CacheModel) -> str:
             + (f", session {row.session_id}" if row.session_id else "")
             + f": {row.prompt_tokens:,} prompt tokens, {cached:,} cached, {uncached:,} uncached"
         )
-        parts.append(
-            f'<g class="bar"><title>{escape(tip)}</title>'
-            f'<rect class="cached" x="{x:.2f}" y="{y(cached):.2f}" width="{w:.2f}" '
-            f'height="{y(0) - y(cached):.2f}" fill="{_CACHED}"/>'
-            f'<rect class="uncached" x="{x:.2f}" y="{y(row.prompt_tokens):.2f}" '
-            f'width="{w:.2f}" height="{y(cached) - y(row.prompt_tokens):.2f}" '
-            f'fill="{_UNCACHED}"/></g>'
-        )
-    axis = y(0)
-    parts.append(
-        f'<text x="{_LEFT - 8}" y="{_TOP - 12}" text-anchor="end" font-size="12" '
-        'fill="#59636e">tokens</text>'
-        f'<text x="{_WIDTH - _RIGHT}" y="{axis + 30:.1f}" text-anchor="end" font-size="12" '
-        'fill="#59636e">request</text>'
-    )
-    parts.append(
-        f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{axis:.1f}" y2="{axis:.1f}" '
-        'stroke="#8c959f"/>'
-    )
-    step = max(1, round(len(rows) / 10))
-    for row in rows[::step]:
-        x = _LEFT + (row.index + 0.5) * slot
-        parts.append(
-            f'<text x="{x:.1f}" y="{axis + 18:.1f}" text-anchor="middle" font-size="12" '
-            f'fill="#59636e">{row.index}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+        frame.bar(row.index, tip, [("cached", cached, _CACHED), ("uncached", uncached, _UNCACHED)])
+    return frame.close([r.index for r in rows])
 
 
 def _card(key: str, value: str, tone: str = "") -> str:
@@ -180,53 +205,29 @@ def _timeline(billed: BilledReport) -> str:
     """Per request, the input tokens read (green), written (blue) and uncached (orange), as
     the provider billed them; each miss marked in red with its cause and cost."""
     rows = billed.rows
-    plot_w = _WIDTH - _LEFT - _RIGHT
-    head = _TOP + 2 * _LABEL_ROW  # room for three rows of miss labels
-    plot_h = _HEIGHT - head - _BOTTOM
-    top, ticks = _scale(max(r.call.prompt for r in rows))
-    slot = plot_w / len(rows)
-    gap = min(2.0, slot * 0.2) if slot > 3 else 0.0
-
-    def y(value: float) -> float:
-        return head + plot_h - plot_h * value / top
-
-    parts = [
-        f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
-        'aria-label="input tokens read, written and uncached per request, as billed">'
-    ]
-    for tick in ticks:
-        parts.append(
-            f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
-            'stroke="#eef1f4"/>'
-            f'<text x="{_LEFT - 8}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="12" '
-            f'fill="#59636e">{_tokens(tick)}</text>'
-        )
+    frame = _Frame(
+        len(rows),
+        max(r.call.prompt for r in rows),
+        "input tokens read, written and uncached per request, as billed",
+        rows=3,  # neighbours' miss labels on different rows
+    )
     labels = len(billed.misses) <= _MAX_LABELS
     shown = 0
     for position, row in enumerate(rows):
         miss = row.miss
         if miss is None:
             continue
-        x = _LEFT + (position + 0.5) * slot
-        level = head - (shown % 3) * _LABEL_ROW  # neighbours' labels on different rows
-        shown += 1
-        text = (
+        frame.mark(
+            position,
+            frame.head - (shown % 3) * _LABEL_ROW,
+            f'class="miss" data-request="{miss.request}" data-cause="{miss.cause}"',
             f"miss at request {miss.request}: {miss.cause} — {miss.detail}; "
-            f"{miss.tokens:,} tokens not read, {_money(miss.cost)}"
+            f"{miss.tokens:,} tokens not read, {_money(miss.cost)}",
+            f"{miss.cause} {_money(miss.cost)}" if labels else None,
         )
-        parts.append(
-            f'<g class="miss" data-request="{miss.request}" data-cause="{miss.cause}">'
-            f"<title>{escape(text)}</title>"
-            f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{level - 6}" y2="{y(0):.1f}" '
-            f'stroke="{_BREAK}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<path d="M{x - 5:.2f},{level - 14} h10 l-5,8 z" fill="{_BREAK}"/>'
-            + (_label(x, level - 7, f"{miss.cause} {_money(miss.cost)}") if labels else "")
-            + "</g>"
-        )
+        shown += 1
     for position, row in enumerate(rows):
         call = row.call
-        w = min(max(slot - gap, 0.5), _MAX_BAR)
-        x = _LEFT + (position + 0.5) * slot - w / 2
         where = f" ({call.source} line {call.line})" if call.line is not None else ""
         tip = (
             f"request {call.index}{where}"
@@ -237,35 +238,13 @@ def _timeline(billed: BilledReport) -> str:
             + (f", {_money(row.cost)}" if row.cost is not None else "")
             + (f"; predicted read {row.predicted_read:,}" if row.predicted_read is not None else "")
         )
-        bottom = 0
-        bars = []
-        for name, value, colour in (
+        stack = [
             ("read", call.read, _CACHED),
             ("written", call.written, _WRITTEN),
             ("uncached", call.uncached, _UNCACHED),
-        ):
-            bars.append(
-                f'<rect class="{name}" x="{x:.2f}" y="{y(bottom + value):.2f}" '
-                f'width="{w:.2f}" height="{y(bottom) - y(bottom + value):.2f}" fill="{colour}"/>'
-            )
-            bottom += value
-        parts.append(f'<g class="bar"><title>{escape(tip)}</title>{"".join(bars)}</g>')
-    axis = y(0)
-    parts.append(
-        f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{axis:.1f}" y2="{axis:.1f}" '
-        'stroke="#8c959f"/>'
-        f'<text x="{_WIDTH - _RIGHT}" y="{axis + 30:.1f}" text-anchor="end" font-size="12" '
-        'fill="#59636e">request</text>'
-    )
-    step = max(1, round(len(rows) / 10))
-    for position in range(0, len(rows), step):
-        x = _LEFT + (position + 0.5) * slot
-        parts.append(
-            f'<text x="{x:.1f}" y="{axis + 18:.1f}" text-anchor="middle" font-size="12" '
-            f'fill="#59636e">{rows[position].call.index}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+        ]
+        frame.bar(position, tip, stack)
+    return frame.close([r.call.index for r in rows])
 
 
 def _label(x: float, y: float, text: str) -> str:
