@@ -1,7 +1,8 @@
 """Scripted sessions of the real, pinned Claude Code CLI, for the prompt-cache audit.
 
 Each scenario runs ``claude -p`` (the same pinned native binary as
-``test_claude_code_cli.py``, installed with npm into ``.venv/claude-code/``) offline against a
+``test_claude_code_cli.py``: ``_agent_clis.CLAUDE_CODE``, installed with npm into
+``.venv/claude-code/``, and run with the same environment) offline against a
 :class:`~agent_reminders.testing.RecordingModelServer` whose answers carry the usage of the
 library's simulated prompt cache (``prompt_cache=AnthropicPromptCache(clock=FakeClock())``:
 the one cache rule, kept in one place), with ``HOME`` in a scratch folder. What a scenario
@@ -35,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _agent_clis import CLAUDE_CODE, ROOT, claude_env, fake_pytest
+
 from agent_reminders.testing import (
     AnthropicPromptCache,
     FakeClock,
@@ -42,65 +45,9 @@ from agent_reminders.testing import (
     RecordingModelServer,
 )
 
-CLAUDE_CODE = "@anthropic-ai/claude-code"
-VERSION = "2.1.332"
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".venv" / "claude-code"
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts" / "claude-code"
 
-FAILING_PYTEST = """\
-F.
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(1, 2) == 4
-E       assert 3 == 4
-
-tests/test_math.py:4: AssertionError
-=========================== short test summary info ============================
-FAILED tests/test_math.py::test_add - assert 3 == 4
-1 failed, 1 passed in 0.03s
-"""
-
-# -- the CLI --------------------------------------------------------------------------------
-
-
-def _candidates(prefix: Path) -> list[Path]:
-    scope = prefix / "node_modules" / "@anthropic-ai"
-    return [*sorted(scope.glob("claude-code-*/claude")), scope / "claude-code/bin/claude.exe"]
-
-
-def find_claude(prefix: Path = CACHE) -> Path | None:
-    """The pinned CLI's binary under ``prefix`` if it is installed and runs, else ``None``."""
-    for binary in _candidates(prefix):
-        if not (binary.is_file() and os.access(binary, os.X_OK)):
-            continue
-        try:
-            done = subprocess.run(
-                [str(binary), "--version"], capture_output=True, text=True, timeout=60
-            )
-        except OSError:
-            continue
-        if done.returncode == 0 and done.stdout.startswith(VERSION):
-            return binary
-    return None
-
-
-def install_claude(prefix: Path = CACHE) -> Path | None:
-    """``npm install`` the pinned CLI into ``prefix`` (about 400 MB) unless it is there."""
-    found = find_claude(prefix)
-    if found is not None:
-        return found
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    subprocess.run(
-        [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-         f"{CLAUDE_CODE}@{VERSION}"],
-        capture_output=True, text=True, timeout=1200, check=False,
-    )  # fmt: skip
-    return find_claude(prefix)
+# -- the CLI's clock ------------------------------------------------------------------------
 
 
 def faketime_library() -> Path | None:
@@ -122,14 +69,14 @@ def faketime_library() -> Path | None:
 # -- the fake model -------------------------------------------------------------------------
 
 
-def _blocks(message: dict[str, Any]) -> list[str]:
+def blocks(message: dict[str, Any]) -> list[str]:
     content = message["content"]
     if isinstance(content, str):
         return [content]
     return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
 
 
-def _last_user(body: dict[str, Any]) -> tuple[str, bool]:
+def last_user(body: dict[str, Any]) -> tuple[str, bool]:
     """The text of the last user message and whether it carries a tool result."""
     for message in reversed(body.get("messages") or []):
         if message["role"] == "user":
@@ -137,7 +84,7 @@ def _last_user(body: dict[str, Any]) -> tuple[str, bool]:
             results = isinstance(content, list) and any(
                 isinstance(b, dict) and b.get("type") == "tool_result" for b in content
             )
-            return "\n".join(_blocks(message)), results
+            return "\n".join(blocks(message)), results
     return "", False
 
 
@@ -164,7 +111,7 @@ def answer(request: RecordedRequest) -> dict[str, Any]:
     :data:`SUBAGENT_PROMPT`) answers :data:`SUBAGENT_ANSWER`; "delegate" asks for a
     sub-agent. The server adds the usage its prompt cache counts."""
     body = request.json
-    text, has_result = _last_user(body)
+    text, has_result = last_user(body)
     if COMPACT_MARK in text:  # the /compact summarizer: it wants <analysis> and <summary>
         return {"content": COMPACT_SUMMARY}
     if has_result:
@@ -230,22 +177,7 @@ class Recorded:
         return sorted(p for p in self.projects.rglob("*") if p.is_file())
 
 
-def env_for(home: Path, bindir: Path, base_url: str) -> dict[str, str]:
-    """The environment of ``test_claude_code_cli._env``."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
-    for name in ("LD_PRELOAD", "FAKETIME", "DONT_FAKE_MONOTONIC"):
-        keep.pop(name, None)
-    return {
-        **keep,
-        "HOME": str(home),
-        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT / "src"),
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": "x",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-    }
+FAKETIME = ("LD_PRELOAD", "FAKETIME", "DONT_FAKE_MONOTONIC")
 
 
 class Session:
@@ -273,9 +205,7 @@ class Session:
         self.project, self.home, self.bindir = root / "project", root / "home", root / "bin"
         for folder in (self.project, self.home, self.bindir):
             folder.mkdir(parents=True)
-        fake = self.bindir / "pytest"
-        fake.write_text(f"#!/bin/sh\ncat <<'OUT'\n{FAILING_PYTEST}OUT\nexit 1\n", encoding="utf-8")
-        fake.chmod(0o755)
+        fake_pytest(self.bindir)
         self.settings = root / "settings.json"
         self.settings.write_text(json.dumps({"permissions": {"allow": ["Bash(pytest:*)"]}}))
         if project_settings is not None:
@@ -288,7 +218,9 @@ class Session:
         self.server = RecordingModelServer(
             handler, prompt_cache=AnthropicPromptCache(clock=self.clock)
         )
-        self.env = env_for(self.home, self.bindir, self.server.url)
+        self.env = claude_env(self.home, self.bindir, self.server.url)
+        for name in FAKETIME:  # only idle() moves the CLI's clock
+            self.env.pop(name, None)
         self.runs: list[Run] = []
         self._shift = 0  # minutes the CLI's clock runs ahead (libfaketime)
 
@@ -469,7 +401,7 @@ def main(argv: list[str]) -> int:
 
     out = Path(argv[1]) if len(argv) > 1 else FIXTURES
     names = argv[2:] or list(SCENARIOS)
-    claude = install_claude()
+    claude = CLAUDE_CODE.install()[0]
     if claude is None:
         print("the pinned Claude Code CLI could not be installed", file=sys.stderr)
         return 1

@@ -50,61 +50,23 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _agent_clis import CODEX, ROOT, codex_env
 from _fake_responses import FakeResponses, Reply, Request
 
-CODEX = "@openai/codex"
-VERSION = "0.171.0"
-ROOT = Path(__file__).resolve().parents[2]
-# the npm prefix holding the pinned Codex (the integration test's); a worktree can point
-# AGENT_REMINDERS_CODEX_PREFIX at the main checkout's instead of installing it again
-CACHE = Path(os.environ.get("AGENT_REMINDERS_CODEX_PREFIX") or ROOT / ".venv" / "codex")
-SRC = ROOT / "src"
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts" / "codex"
 HOME_ALIAS = "/home/dev"
 COMPACT_AT = 100_000  # model_auto_compact_token_limit; the fake reports more to trigger it
-COMPACTION_PROMPT = "CONTEXT CHECKPOINT COMPACTION"  # Codex's summarization prompt
+# Codex's own summarization prompt (codex-rs/core/templates/compact/prompt.md)
+COMPACTION_PROMPT = "CONTEXT CHECKPOINT COMPACTION"
 SUMMARY = "Summary: the user listed the project files; there is a README."
 TOOL_COMMAND = "ls"
 CACHE_TTL = 300.0  # seconds the fake keeps an idle prompt cached
 
 
-# -- the binary ------------------------------------------------------------------------------------
-
-
-def find_codex(prefix: Path = CACHE) -> Path | None:
-    """The native binary of the pinned version under an npm ``prefix``, if it runs."""
-    for binary in sorted((prefix / "node_modules" / "@openai").glob("codex-*/vendor/*/bin/codex")):
-        if not (binary.is_file() and os.access(binary, os.X_OK)):
-            continue
-        try:
-            done = subprocess.run(
-                [str(binary), "--version"], capture_output=True, text=True, timeout=60
-            )
-        except OSError:
-            continue
-        if done.returncode == 0 and done.stdout.strip() == f"codex-cli {VERSION}":
-            return binary
-    return None
-
-
-def install_codex(prefix: Path = CACHE) -> Path | None:
-    """``npm install --prefix PREFIX --no-save @openai/codex@VERSION`` unless already there."""
-    found = find_codex(prefix)
-    npm = shutil.which("npm")
-    if found is not None or npm is None:
-        return found
-    subprocess.run(
-        [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-         f"{CODEX}@{VERSION}"],
-        capture_output=True, text=True, timeout=1200, check=False,
-    )  # fmt: skip
-    return find_codex(prefix)
-
-
 # -- the fake model --------------------------------------------------------------------------------
 
 
-def _texts(item: dict[str, Any]) -> list[str]:
+def texts(item: dict[str, Any]) -> list[str]:
     content = item.get("content")
     if isinstance(content, str):
         return [content]
@@ -119,7 +81,7 @@ def last_user_text(body: dict[str, Any]) -> str:
         if item.get("type") == "function_call_output":
             return ""
         if item.get("type") == "message" and item.get("role") == "user":
-            return "\n".join(_texts(item))
+            return "\n".join(texts(item))
     return ""
 
 
@@ -191,6 +153,12 @@ stream_max_retries = 0
 {extra}"""
 
 
+def session_id_in(stderr: str) -> str | None:
+    """The ``session id: ...`` header ``codex exec`` prints on stderr."""
+    found = re.search(r"^session id: (\S+)$", stderr, re.MULTILINE)
+    return found[1] if found else None
+
+
 @dataclass
 class Run:
     """One ``codex exec`` run: its arguments, output and the requests it made (indexes)."""
@@ -203,8 +171,7 @@ class Run:
 
     @property
     def session_id(self) -> str | None:
-        found = re.search(r"^session id: (\S+)$", self.stderr, re.MULTILINE)
-        return found[1] if found else None
+        return session_id_in(self.stderr)
 
 
 @dataclass
@@ -225,16 +192,7 @@ class Session:
         return self.home / "project"
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX", "OPENAI"))}
-        return {
-            **keep,
-            "HOME": str(self.home),
-            "CODEX_HOME": str(self.codex_home),
-            "PYTHONPATH": str(SRC),
-            "FAKE_OPENAI_KEY": "x",
-            "NO_COLOR": "1",
-            **(extra or {}),
-        }
+        return codex_env(self.home, extra=extra)
 
     def exec(self, *args: str, env: dict[str, str] | None = None, timeout: int = 180) -> Run:
         """``codex exec ARGS`` in the project (``--skip-git-repo-check`` added)."""
@@ -477,9 +435,9 @@ def prefix_report(bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(argv: Sequence[str]) -> int:
     out = Path(argv[0]) if argv else FIXTURES
     names = list(argv[1:]) or list(SCENARIOS)
-    codex = install_codex()
+    codex = CODEX.install()[0]
     if codex is None:
-        print(f"{CODEX}@{VERSION} is not installed and npm could not install it", file=sys.stderr)
+        print(f"{CODEX.pin} is not installed and npm could not install it", file=sys.stderr)
         return 1
     scratch = Path(os.environ.get("CODEX_SESSIONS_SCRATCH", "/tmp/codex-sessions"))
     for name in names:

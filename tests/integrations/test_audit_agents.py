@@ -26,22 +26,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _agent_clis import CLAUDE_CODE, ROOT, slow_only
 from _claude_code_sessions import (
     SCENARIOS,
     Recorded,
     faketime_library,
-    install_claude,
     run_scenario,
 )
 
 from agent_reminders.audit import BilledReport, audit_file
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("AGENT_REMINDERS_SLOW") != "1",
-    reason="runs the real Claude Code CLI (an npm install of ~400 MB): set AGENT_REMINDERS_SLOW=1",
-)
-
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = slow_only(CLAUDE_CODE)
 
 # The misses each scenario must show, (request, cause) in order; request None where the
 # position is a race (a sub-agent runs in the background: its first request and the parent's
@@ -60,10 +55,9 @@ GAPPED = {"idle-gap", "ttl-1h"}
 
 @pytest.fixture(scope="module")
 def claude() -> Path:
-    found = install_claude()
-    if found is None:
-        pytest.skip("the pinned Claude Code CLI could not be installed (npm missing or failed)")
-    return found
+    return CLAUDE_CODE.installed_or_skip(
+        "the pinned Claude Code CLI could not be installed (npm missing or failed)"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -32,16 +32,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _codex_sessions import SCENARIOS, Session, install_codex
+from _agent_clis import CODEX, ROOT, slow_only
+from _codex_sessions import SCENARIOS, Session
 
 from agent_reminders.audit import BilledReport, audit_file
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("AGENT_REMINDERS_SLOW") != "1",
-    reason="runs the real Codex CLI (an npm install of ~420 MB): set AGENT_REMINDERS_SLOW=1",
-)
-
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = slow_only(CODEX)
 
 # The misses each scenario must show, (request, cause) in order.
 EXPECTED: dict[str, list[tuple[int, str]]] = {
@@ -64,10 +60,9 @@ MODELS = {"model_switch": ("gpt-fake", "other-model")}
 
 @pytest.fixture(scope="module")
 def codex() -> Path:
-    found = install_codex()
-    if found is None:
-        pytest.skip("the pinned Codex CLI could not be installed (npm missing or failed)")
-    return found
+    return CODEX.installed_or_skip(
+        "the pinned Codex CLI could not be installed (npm missing or failed)"
+    )
 
 
 @pytest.fixture(scope="module")

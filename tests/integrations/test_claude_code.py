@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -14,25 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
+from _agent_clis import FAILING_PYTEST, cli_env
 
 from agent_reminders.facts import FactStore
 from agent_reminders.queue import QueueItem, normalize_mode, validate_reminder_payload
 from agent_reminders.storage import SQLiteStore
-
-FAILING_PYTEST = """\
-F.
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(1, 2) == 4
-E       assert 3 == 4
-
-tests/test_math.py:4: AssertionError
-=========================== short test summary info ============================
-FAILED tests/test_math.py::test_add - assert 3 == 4
-1 failed, 1 passed in 0.03s
-"""
 
 
 class Project:
@@ -46,13 +31,7 @@ class Project:
         self.db = self.dir / ".agent-reminders" / "state.db"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE")}
-        env.update(
-            CLAUDE_PROJECT_DIR=str(self.dir),
-            HOME=str(self.home),
-            PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"),
-        )
-        return env
+        return cli_env(self.home, ("CLAUDE",), extra={"CLAUDE_PROJECT_DIR": str(self.dir)})
 
     def run(self, event: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
         payload = {

@@ -19,45 +19,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _agent_clis import CLAUDE_CODE, agent_reminders, claude_env, fake_pytest, slow_only
+from _claude_code_sessions import blocks, last_user
 
 from agent_reminders.facts import FactStore
 from agent_reminders.testing import RecordedRequest, RecordingModelServer
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("AGENT_REMINDERS_SLOW") != "1",
-    reason="runs the real Claude Code CLI (an npm install of ~400 MB): set AGENT_REMINDERS_SLOW=1",
-)
+pytestmark = slow_only(CLAUDE_CODE)
 
-CLAUDE_CODE = "@anthropic-ai/claude-code"
-VERSION = "2.1.332"
-PIN = ("--no-save", f"{CLAUDE_CODE}@{VERSION}")
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".venv" / "claude-code"
-SRC = ROOT / "src"
-
-FAILING_PYTEST = """\
-F.
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(1, 2) == 4
-E       assert 3 == 4
-
-tests/test_math.py:4: AssertionError
-=========================== short test summary info ============================
-FAILED tests/test_math.py::test_add - assert 3 == 4
-1 failed, 1 passed in 0.03s
-"""
 FACT = "We use uv for packaging, never pip install into the system Python."
 PUSHED = "The release branch is frozen: do not push to it."
 PRESERVED = "Never edit the generated files under gen/."
@@ -70,73 +46,15 @@ CONTEXT = re.compile(
 )
 
 
-def _candidates(prefix: Path) -> list[Path]:
-    """The native binary (the platform package's, which needs no postinstall), then the
-    wrapper's ``bin/claude.exe`` (the same binary once its postinstall ran)."""
-    scope = prefix / "node_modules" / "@anthropic-ai"
-    return [*sorted(scope.glob("claude-code-*/claude")), scope / "claude-code/bin/claude.exe"]
-
-
-def _working(prefix: Path) -> Path | None:
-    for binary in _candidates(prefix):
-        if not (binary.is_file() and os.access(binary, os.X_OK)):
-            continue
-        try:
-            done = subprocess.run(
-                [str(binary), "--version"], capture_output=True, text=True, timeout=60
-            )
-        except OSError:
-            continue
-        if done.returncode == 0 and done.stdout.startswith(VERSION):
-            return binary
-    return None
-
-
 @pytest.fixture(scope="session")
 def claude() -> Path:
-    """The pinned Claude Code CLI, installed into the cache on first use."""
-    found = _working(CACHE)
-    if found is not None:
-        return found
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip(f"npm is not installed, so {CLAUDE_CODE}@{VERSION} cannot be installed")
-    done = subprocess.run(
-        [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", *PIN],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    found = _working(CACHE)
-    if found is None:
-        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"npm could not install {CLAUDE_CODE}@{VERSION}: {said}")
-    return found
-
-
-def _blocks(message: dict[str, Any]) -> list[str]:
-    content = message["content"]
-    if isinstance(content, str):
-        return [content]
-    return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-
-
-def _last_user_text(body: dict[str, Any]) -> tuple[str, bool]:
-    """The text of the last user message and whether it carries a tool result."""
-    for message in reversed(body["messages"]):
-        if message["role"] == "user":
-            content = message["content"]
-            results = isinstance(content, list) and any(
-                isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-            )
-            return "\n".join(_blocks(message)), results
-    return "", False
+    """The pinned Claude Code CLI, installed into its npm prefix on first use."""
+    return CLAUDE_CODE.installed_or_skip()
 
 
 def answer(request: RecordedRequest) -> dict[str, Any]:
     """The fake model: a Bash call of ``pytest -q`` for "run the tests", else text."""
-    text, has_result = _last_user_text(request.json)
+    text, has_result = last_user(request.json)
     if has_result:
         return {"content": "test_add fails: add(1, 2) returns 3, the test expects 4."}
     if "run the tests" in text:
@@ -149,7 +67,7 @@ def contexts(body: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(role, label, text) of every hook additional context in a request, in order."""
     found: list[tuple[str, str, str]] = []
     for message in body["messages"]:
-        for text in _blocks(message):
+        for text in blocks(message):
             found.extend((message["role"], m[1], m[2]) for m in CONTEXT.finditer(text))
     return found
 
@@ -176,44 +94,13 @@ class Scenario:
         return next(r for r in self.runs if r.prompt == prompt)
 
 
-def _env(home: Path, bindir: Path, base_url: str) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
-    return {
-        **keep,
-        "HOME": str(home),
-        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(SRC),  # the hook command runs this checkout's code
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": "x",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-    }
-
-
-def _cli(env: dict[str, str], cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_reminders", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def scenario(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     root = tmp_path_factory.mktemp("claude-code")
     project, home, bindir = root / "project", root / "home", root / "bin"
     for folder in (project, home, bindir):
         folder.mkdir()
-    fake = bindir / "pytest"
-    fake.write_text(f"#!/bin/sh\ncat <<'OUT'\n{FAILING_PYTEST}OUT\nexit 1\n", encoding="utf-8")
-    fake.chmod(0o755)
+    fake_pytest(bindir)
     facts = FactStore(project / ".agent-reminders" / "facts.db")
     facts.store_fact({"kind": "decision", "claim": FACT, "confidence": 0.9})
     facts.close()
@@ -223,8 +110,12 @@ def scenario(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario
     session_id = str(uuid.uuid4())
     runs: list[Run] = []
     with RecordingModelServer(answer) as server:
-        env = _env(home, bindir, server.url)
-        installed = _cli(env, project, "hook", "install", "claude-code", "--scope", "project")
+        env = claude_env(home, bindir, server.url)
+
+        def cli(*args: str) -> str:
+            return agent_reminders(env, project, *args)
+
+        installed = cli("hook", "install", "claude-code", "--scope", "project")
         assert "installed for SessionStart" in installed
 
         options = ("--settings", str(settings), "--allowedTools", "Bash")
@@ -248,14 +139,14 @@ def scenario(claude: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario
 
         claude_p("run the tests", "--session-id", session_id)
         remind = ("remind", "--store", store)
-        pushed_id = _cli(env, project, *remind, "--session", "latest", "--ttl-turns", "2", PUSHED)
-        _cli(env, project, *remind, "--session", session_id, "--preserve-on-compact", PRESERVED)
+        pushed_id = cli(*remind, "--session", "latest", "--ttl-turns", "2", PUSHED)
+        cli(*remind, "--session", session_id, "--preserve-on-compact", PRESERVED)
         pending = ("pending", "--store", store, "--session", session_id, "--json")
-        queued = json.loads(_cli(env, project, *pending))
+        queued = json.loads(cli(*pending))
         claude_p("what is left to do?", "--resume", session_id)
         claude_p("/compact", "--resume", session_id)
         claude_p("carry on", "--resume", session_id)
-        left = json.loads(_cli(env, project, *pending))
+        left = json.loads(cli(*pending))
     capture = os.environ.get("AGENT_REMINDERS_CLAUDE_CODE_CAPTURE")
     if capture:  # what the model was sent, for docs/claude-code.md
         dump = [{"prompt": r.prompt, "requests": r.requests} for r in runs]
@@ -314,7 +205,7 @@ def test_the_pushed_reminder_arrives_once_at_the_next_prompt(scenario: Scenario)
 
 def test_precompact_tells_the_summarizer_what_to_keep(scenario: Scenario) -> None:
     summarizer = scenario.run("/compact").requests[-1]
-    text = "\n".join(t for m in summarizer["messages"] for t in _blocks(m))
+    text = "\n".join(t for m in summarizer["messages"] for t in blocks(m))
     assert "When you summarize this conversation, keep these standing instructions" in text
     assert f"- [contract] {PRESERVED}" in text
     assert PUSHED.split(":")[0] not in text.split("When you summarize")[1]
@@ -328,6 +219,6 @@ def test_after_compaction_the_preserved_reminder_is_restated(scenario: Scenario)
     assert FACT in restated[0][2]  # the compacted context gets the session start again
     # besides: Claude Code shows the model the /compact command's output, which quotes what
     # the PreCompact hook printed
-    outputs = [t for m in request["messages"] for t in _blocks(m) if "<local-command-stdout>" in t]
+    outputs = [t for m in request["messages"] for t in blocks(m) if "<local-command-stdout>" in t]
     assert sum(PRESERVED in t for t in outputs) == 1
     assert _count(request, PRESERVED) == 2

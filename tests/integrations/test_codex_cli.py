@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -52,44 +51,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _agent_clis import CODEX, FAILING_PYTEST, agent_reminders, codex_env, fake_pytest, slow_only
+from _codex_sessions import (
+    COMPACT_AT,
+    config_toml,
+    is_compaction,
+    last_user_text,
+    session_id_in,
+    texts,
+)
 from _fake_responses import FakeResponses, Reply, Request
 
 from agent_reminders.facts import FactStore
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("AGENT_REMINDERS_SLOW") != "1",
-    reason="runs the real Codex CLI (an npm install of ~420 MB): set AGENT_REMINDERS_SLOW=1",
-)
+pytestmark = slow_only(CODEX)
 
-CODEX = "@openai/codex"
-VERSION = "0.171.0"
-PIN = ("--no-save", f"{CODEX}@{VERSION}")
-ROOT = Path(__file__).resolve().parents[2]
-# a worktree can point AGENT_REMINDERS_CODEX_PREFIX at the main checkout's install
-CACHE = Path(os.environ.get("AGENT_REMINDERS_CODEX_PREFIX") or ROOT / ".venv" / "codex")
-SRC = ROOT / "src"
-
-FAILING_PYTEST = """\
-F.
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(1, 2) == 4
-E       assert 3 == 4
-
-tests/test_math.py:4: AssertionError
-=========================== short test summary info ============================
-FAILED tests/test_math.py::test_add - assert 3 == 4
-1 failed, 1 passed in 0.03s
-"""
 FACT = "We use uv for packaging, never pip install into the system Python."
 PUSHED = "The release branch is frozen: do not push to it."
 PRESERVED = "Never edit the generated files under gen/."
 SUMMARY = "Summary: the user ran the tests; test_add fails (3 != 4)."
-COMPACT_AT = 100_000  # model_auto_compact_token_limit; the fake reports more to trigger it
-# Codex's own summarization prompt (codex-rs/core/templates/compact/prompt.md)
-COMPACTION_PROMPT = "CONTEXT CHECKPOINT COMPACTION"
 # A hook's additionalContext reaches the model as a developer message of its own, verbatim.
 ENVELOPE = re.compile(r"\s*<(?:context-directives|system-reminder)\b")
 EVENTS = (
@@ -105,81 +85,24 @@ EVENTS = (
 )
 
 
-def _binary(prefix: Path) -> Path | None:
-    """The native binary of the platform package, if it runs and is the pinned version."""
-    scope = prefix / "node_modules" / "@openai"
-    for binary in sorted(scope.glob("codex-*/vendor/*/bin/codex")):
-        if not (binary.is_file() and os.access(binary, os.X_OK)):
-            continue
-        try:
-            done = subprocess.run(
-                [str(binary), "--version"], capture_output=True, text=True, timeout=60
-            )
-        except OSError:
-            continue
-        if done.returncode == 0 and done.stdout.strip() == f"codex-cli {VERSION}":
-            return binary
-    return None
-
-
 @pytest.fixture(scope="session")
 def codex() -> Path:
-    """The pinned Codex CLI, installed into the cache on first use."""
-    found = _binary(CACHE)
-    if found is not None:
-        return found
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip(f"npm is not installed, so {CODEX}@{VERSION} cannot be installed")
-    done = subprocess.run(
-        [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", *PIN],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    found = _binary(CACHE)
-    if found is None:
-        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"npm could not install {CODEX}@{VERSION}: {said}")
-    return found
+    """The pinned Codex CLI, installed into its npm prefix on first use."""
+    return CODEX.installed_or_skip()
 
 
 # -- reading a Responses request ------------------------------------------------------------------
 
 
-def _texts(item: dict[str, Any]) -> list[str]:
-    content = item.get("content")
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [c.get("text", "") for c in content if isinstance(c, dict)]
-
-
 def _messages(body: dict[str, Any], role: str) -> Iterator[str]:
     for item in body.get("input", []):
         if item.get("type") == "message" and item.get("role") == role:
-            yield from _texts(item)
+            yield from texts(item)
 
 
 def contexts(body: dict[str, Any]) -> list[str]:
     """Every hook additional context in a request, in order (developer messages)."""
     return [text for text in _messages(body, "developer") if ENVELOPE.match(text)]
-
-
-def _last_user_text(body: dict[str, Any]) -> str:
-    """The last user message's text, or ``""`` when a tool output came after it."""
-    for item in reversed(body.get("input", [])):
-        if item.get("type") == "function_call_output":
-            return ""
-        if item.get("type") == "message" and item.get("role") == "user":
-            return "\n".join(_texts(item))
-    return ""
-
-
-def is_compaction(body: dict[str, Any]) -> bool:
-    return COMPACTION_PROMPT in _last_user_text(body)
 
 
 def answer(request: Request) -> Reply:
@@ -189,7 +112,7 @@ def answer(request: Request) -> Reply:
     if request.path.endswith("/responses/compact"):  # remote compaction (not used for "fake")
         return Reply(text=SUMMARY)
     body = request.json
-    text = _last_user_text(body)
+    text = last_user_text(body)
     if is_compaction(body):
         return Reply(text=SUMMARY)
     if text == "" and body.get("input", [{}])[-1].get("type") == "function_call_output":
@@ -224,8 +147,7 @@ class Run:
 
     @property
     def session_id(self) -> str | None:
-        found = re.search(r"^session id: (\S+)$", self.stderr, re.MULTILINE)
-        return found[1] if found else None
+        return session_id_in(self.stderr)
 
     @property
     def reply(self) -> str:
@@ -253,60 +175,6 @@ class Scenario:
     @property
     def requests(self) -> list[dict[str, Any]]:
         return [body for r in self.runs for body in r.requests]
-
-
-def _env(home: Path, bindir: Path, recorded: Path) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX", "OPENAI"))}
-    return {
-        **keep,
-        "HOME": str(home),
-        "CODEX_HOME": str(home / ".codex"),
-        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(SRC),  # the hook command runs this checkout's code
-        "FAKE_OPENAI_KEY": "x",
-        "RECORDED_HOOK_INPUTS": str(recorded),
-        "NO_COLOR": "1",
-    }
-
-
-def _cli(env: dict[str, str], cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_reminders", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def _config(base_url: str) -> str:
-    return f"""\
-model = "gpt-fake"
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-allow_login_shell = false
-model_auto_compact_token_limit = {COMPACT_AT}
-check_for_update_on_startup = false
-
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-
-[model_providers.fake]
-name = "Fake Responses API"
-base_url = "{base_url}"
-wire_api = "responses"
-env_key = "FAKE_OPENAI_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-"""
 
 
 RECORDER = """\
@@ -354,9 +222,7 @@ def scenario(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     project = home / "project"
     for folder in (home / ".codex", project, bindir, recorded):
         folder.mkdir(parents=True)
-    fake = bindir / "pytest"
-    fake.write_text(f"#!/bin/sh\ncat <<'OUT'\n{FAILING_PYTEST}OUT\nexit 1\n", encoding="utf-8")
-    fake.chmod(0o755)
+    fake_pytest(bindir)
     recorder = bindir / "record-hook-input"
     recorder.write_text(RECORDER.format(python=sys.executable), encoding="utf-8")
     recorder.chmod(0o755)
@@ -367,9 +233,13 @@ def scenario(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     config_file = home / ".codex" / "config.toml"
     runs: list[Run] = []
     with FakeResponses(answer) as server:
-        config_file.write_text(_config(server.url), encoding="utf-8")
-        env = _env(home, bindir, recorded)
-        installed = _cli(env, project, "hook", "install", "codex", "--scope", "user")
+        config_file.write_text(config_toml(server.url), encoding="utf-8")
+        env = codex_env(home, bindir, {"RECORDED_HOOK_INPUTS": str(recorded)})
+
+        def cli(*args: str) -> str:
+            return agent_reminders(env, project, *args)
+
+        installed = cli("hook", "install", "codex", "--scope", "user")
         config = tomllib.loads(config_file.read_text(encoding="utf-8"))
         flags = (
             "--skip-git-repo-check",
@@ -398,13 +268,13 @@ def scenario(codex: Path, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 
         codex_exec("what is this project?")
         remind = ("remind", "--store", store, "--session", "latest")
-        _cli(env, project, *remind, PUSHED)
-        _cli(env, project, *remind, "--preserve-on-compact", PRESERVED)
+        cli(*remind, PUSHED)
+        cli(*remind, "--preserve-on-compact", PRESERVED)
         pending = ("pending", "--store", store, "--session", "latest", "--json")
-        queued = json.loads(_cli(env, project, *pending))
+        queued = json.loads(cli(*pending))
         codex_exec("run the tests", "resume", "--last")
         codex_exec("carry on", "resume", "--last")
-        left = json.loads(_cli(env, project, *pending))
+        left = json.loads(cli(*pending))
     hook_inputs = [json.loads(p.read_text()) for p in sorted(recorded.iterdir())]
     result = Scenario(project, runs, hook_inputs, installed, config, queued, left)
     capture = os.environ.get("AGENT_REMINDERS_CODEX_CAPTURE")

@@ -84,40 +84,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _agent_clis import (
+    FAILING_PYTEST,
+    GEMINI_CLI,
+    ROOT,
+    agent_reminders,
+    cli_env,
+    fake_pytest,
+    slow_only,
+)
 from _fake_gemini import FakeGemini, GeminiRequest, Reply, texts
 
 from agent_reminders.facts import FactStore
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("AGENT_REMINDERS_SLOW") != "1",
-    reason="runs the real Gemini CLI (an npm install of ~100 MB): set AGENT_REMINDERS_SLOW=1",
-)
+pytestmark = slow_only(GEMINI_CLI)
 
-GEMINI_CLI = "@google/gemini-cli"
-VERSION = "0.61.0"
-PIN = ("--no-save", f"{GEMINI_CLI}@{VERSION}")
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".venv" / "gemini-cli"
-SRC = ROOT / "src"
 FIXTURES = ROOT / "tests" / "fixtures" / "hook_inputs" / "gemini-cli"
 MODEL = "gemini-2.5-pro"
 # Above model.compressionThreshold (0.5) of gemini-2.5-pro's 1,048,576 tokens.
 NEARLY_FULL = 700_000
 
-FAILING_PYTEST = """\
-F.
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(1, 2) == 4
-E       assert 3 == 4
-
-tests/test_math.py:4: AssertionError
-=========================== short test summary info ============================
-FAILED tests/test_math.py::test_add - assert 3 == 4
-1 failed, 1 passed in 0.03s
-"""
 TEST_FILE = "from math_utils import add\n\n\ndef test_add():\n    assert add(1, 2) == 4\n"
 FACT = "We use uv for packaging, never pip install into the system Python."
 PUSHED = "The release branch is frozen: do not push to it."
@@ -125,43 +111,13 @@ SUMMARY = "<state_snapshot>The user is fixing test_add in tests/test_math.py.</s
 RUNS = ("hello", "run the tests", "show me the failing test", "carry on")
 
 
-def _entry(prefix: Path) -> Path:
-    return prefix / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-
-
-def _working(prefix: Path, node: str) -> Path | None:
-    entry = _entry(prefix)
-    if not entry.is_file():
-        return None
-    try:
-        done = subprocess.run(
-            [node, str(entry), "--version"], capture_output=True, text=True, timeout=120
-        )
-    except OSError:
-        return None
-    return entry if done.returncode == 0 and done.stdout.strip() == VERSION else None
-
-
 @pytest.fixture(scope="session")
 def gemini() -> list[str]:
-    """The command of the pinned Gemini CLI, installed into the cache on first use."""
+    """The command of the pinned Gemini CLI, installed into its npm prefix on first use."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
-        pytest.skip(f"node/npm is not installed, so {GEMINI_CLI}@{VERSION} cannot run")
-    found = _working(CACHE, node)
-    if found is None:
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", *PIN],
-            capture_output=True,
-            text=True,
-            timeout=1200,
-            check=False,
-        )
-        found = _working(CACHE, node)
-        if found is None:
-            said = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            pytest.skip(f"npm could not install {GEMINI_CLI}@{VERSION}: {said}")
-    return [node, str(found)]
+        pytest.skip(f"node/npm is not installed, so {GEMINI_CLI.pin} cannot run")
+    return [node, str(GEMINI_CLI.installed_or_skip())]
 
 
 # -- the fake model -----------------------------------------------------------------------------
@@ -226,6 +182,13 @@ class Run:
 
 _DROPPED = ("GEMINI_", "GOOGLE_", "CLOUD_SHELL", "VSCODE_", "TERM_PROGRAM")
 _DROPPED_NAMES = {"GITHUB_SHA", "SURFACE", "CI", "DEBUG", "NODE_OPTIONS"}
+
+
+def _dropped(name: str) -> bool:
+    """The user's Gemini and Google settings, IDE markers, proxies and the like."""
+    return name.startswith(_DROPPED) or name in _DROPPED_NAMES or name.lower().endswith("_proxy")
+
+
 EVENTS = ("SessionStart", "BeforeAgent", "AfterTool", "PreCompress")
 
 
@@ -242,9 +205,7 @@ class GeminiSession:
         for folder in (self.project / "tests", self.home / ".gemini", bindir, self.inputs):
             folder.mkdir(parents=True)
         (self.project / "tests" / "test_math.py").write_text(TEST_FILE, encoding="utf-8")
-        fake = bindir / "pytest"
-        fake.write_text(f"#!/bin/sh\ncat <<'OUT'\n{FAILING_PYTEST}OUT\nexit 1\n", encoding="utf-8")
-        fake.chmod(0o755)
+        fake_pytest(bindir)
         facts = FactStore(self.project / ".agent-reminders" / "facts.db")
         facts.store_fact({"kind": "decision", "claim": FACT, "confidence": 0.9})
         facts.close()
@@ -262,20 +223,9 @@ class GeminiSession:
         (gemini_home / "trustedFolders.json").write_text(
             json.dumps({str(self.project): "TRUST_FOLDER"})
         )
-        keep = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(_DROPPED)
-            and k not in _DROPPED_NAMES
-            and not k.lower().endswith("_proxy")
-        }
-        self.env = {
-            **keep,
-            "HOME": str(self.home),
+        gemini_env = {
             "GEMINI_CLI_HOME": str(self.home),
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(self.home / "no-system-settings.json"),
-            "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONPATH": str(SRC),  # the hook command runs this checkout's code
             "GOOGLE_GEMINI_BASE_URL": server.url,
             "GEMINI_API_KEY": "x",
             "NO_COLOR": "1",
@@ -283,6 +233,7 @@ class GeminiSession:
             "AGENT_REMINDERS_HOOK_DIR": str(root / "hook-server"),
             "AGENT_REMINDERS_HOOK_SERVER_IDLE": "60",
         }
+        self.env = cli_env(self.home, _dropped, bindir, gemini_env)
         self.store = f"sqlite:{self.project / '.agent-reminders' / 'state.db'}"
         self.session_id = str(uuid.uuid4())
         self.runs: list[Run] = []
@@ -304,17 +255,7 @@ class GeminiSession:
 
     def cli(self, *args: str) -> str:
         """``agent-reminders ARGS`` in the project; its stdout."""
-        done = subprocess.run(
-            [sys.executable, "-m", "agent_reminders", *args],
-            capture_output=True,
-            text=True,
-            cwd=self.project,
-            env=self.env,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip()
+        return agent_reminders(self.env, self.project, *args)
 
     def prompt(self, prompt: str) -> Run:
         """``gemini -p PROMPT``: the session's first run, or ``--resume`` it."""
