@@ -151,6 +151,7 @@ async def test_an_sdk_without_the_diagnostics_field_keeps_it_as_an_extra(
         async def create(**options: Any) -> Any:
             message = await sent(**options)
             older = construct_type(type_=OlderMessage, value=message.model_dump())
+            assert isinstance(older, OlderMessage)
             assert "diagnostics" in (older.model_extra or {})  # kept raw, as a dict
             return older
 
