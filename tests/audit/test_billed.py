@@ -580,3 +580,19 @@ def test_a_folder_reports_each_session(tmp_path: Path) -> None:
     assert sum(s["requests"] for s in sessions.values()) == len(report.billed.rows)
     assert all(s["cost"] > 0 for s in sessions.values())
     assert [m.cause for m in report.billed.misses] == ["idle_gap"]
+
+
+def test_a_folder_leaves_out_files_with_nothing_billed(tmp_path: Path) -> None:
+    source = next((FIXTURES / "claude-code" / "idle-gap").glob("*/*.jsonl"))
+    (tmp_path / "session.jsonl").write_bytes(source.read_bytes())
+    (tmp_path / "empty.jsonl").write_text("")
+    unanswered = {"type": "user", "sessionId": "u", "message": {"role": "user", "content": "hi"}}
+    (tmp_path / "unanswered.jsonl").write_text(json.dumps(unanswered) + "\n")
+    (tmp_path / "bodies.jsonl").write_text(json.dumps({"messages": []}) + "\n")
+    report = audit_file(tmp_path)
+    assert report.files == (str(tmp_path / "session.jsonl"),)
+    assert report.billed is not None
+    assert [m.cause for m in report.billed.misses] == ["idle_gap"]
+    (tmp_path / "broken.jsonl").write_text("{not json\n")
+    with pytest.raises(AuditError, match=r"broken\.jsonl line 1: not valid JSON"):
+        audit_file(tmp_path)

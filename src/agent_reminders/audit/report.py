@@ -18,7 +18,7 @@ from .readers import PromptSequence, RequestReader, read_lines
 from .tokenizers import DEFAULT_ENCODING, load_tokenizer
 
 if TYPE_CHECKING:
-    from .billed import BilledReport
+    from .billed import BilledReport, Call
     from .prices import PriceTable
 
 __all__ = [
@@ -356,7 +356,7 @@ def _audit(
     source: str | None,
     prices: PriceTable | None = None,
 ) -> AuditReport:
-    from .billed import Call, analyze
+    from .billed import analyze
     from .sources import detect, log_call, pair_call, read_claude_code, read_codex
 
     read_price = _price(price_read, "price-read", PRICES["read"])
@@ -524,19 +524,50 @@ def audit_file(
     )
 
 
+def _billed_calls(path: Path, *, encoding: str, prices: PriceTable | None) -> list[Call]:
+    """The billed requests of one file of a folder: none for an empty file, a session with
+    no answer yet, or request bodies without usage (a folder holds such files; they are left
+    out, not refused). A line that is not what its file is still refuses the whole folder."""
+    from .sources import detect, read_claude_code, read_codex
+
+    label = str(path)
+    objects = list(read_lines(path, name=label))
+    if not objects:
+        return []
+    kind = detect(objects)
+    if kind == "claude_code":
+        return read_claude_code(objects, label)
+    if kind == "codex":
+        return read_codex(objects, label)
+    report = _audit(
+        objects,
+        lambda n: f"{label} line {n}",
+        from_file=True,
+        format="auto",
+        encoding=encoding,
+        price_read=None,
+        price_write=None,
+        source=label,
+        prices=prices,
+    )
+    return [] if report.billed is None else [r.call for r in report.billed.rows]
+
+
 def audit_directory(
     folder: str | Path, *, prices: PriceTable | None = None, encoding: str = DEFAULT_ENCODING
 ) -> AuditReport:
     """Every ``*.jsonl`` under ``folder`` (searched recursively, in name order), the
     provider's numbers of all of them in one report: each file's requests keep their
     session (a file without session ids is a session of its own), so misses are found per
-    conversation and counted across sessions.
+    conversation and counted across sessions. Files with nothing billed in them (empty, a
+    session with no answer, request bodies without usage) are left out; ``files`` lists the
+    others.
 
     Raises:
         AuditError: ``RMD-111``: a file that is not a session file or a request log, naming
             it and the line; a folder with no ``*.jsonl`` or no billed request.
     """
-    from .billed import Call, analyze
+    from .billed import analyze
 
     root = Path(folder)
     files = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
@@ -545,12 +576,10 @@ def audit_directory(
     calls: list[Call] = []
     read: list[str] = []
     for path in files:
-        report = audit_file(path, encoding=encoding, prices=prices)
-        if report.billed is None:
-            continue  # request bodies without the provider's numbers
-        read.append(str(path))
-        for row in report.billed.rows:
-            call = row.call
+        found = _billed_calls(path, encoding=encoding, prices=prices)
+        if found:
+            read.append(str(path))
+        for call in found:
             session = call.session if call.session is not None else str(path)
             calls.append(replace(call, index=len(calls), session=session))
     if not calls:
