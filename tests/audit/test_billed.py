@@ -596,3 +596,20 @@ def test_a_folder_leaves_out_files_with_nothing_billed(tmp_path: Path) -> None:
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(AuditError, match=r"broken\.jsonl line 1: not valid JSON"):
         audit_file(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"type": "atis-latch", "sessionId": "s"},
+        {"type": "summary", "summary": "Fix the build", "leafUuid": "u1"},
+        {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}, "sessionId": "s"},
+    ],
+)
+def test_a_claude_code_transcript_is_told_by_any_first_entry(
+    tmp_path: Path, first: dict[str, Any]
+) -> None:
+    source = next((FIXTURES / "claude-code" / "baseline").glob("*/*.jsonl"))
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(first) + "\n" + source.read_text())
+    assert audit_file(path).format == "claude_code"

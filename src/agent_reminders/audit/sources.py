@@ -69,11 +69,12 @@ def detect(objects: Sequence[tuple[int, object]]) -> Detected:
         kind = obj.get("type")
         if kind in _CODEX_TYPES and "payload" in obj:
             return "codex"
-        if (
-            kind in _CLAUDE_CODE_TYPES
-            and "messages" not in obj
-            and ("sessionId" in obj or "uuid" in obj or "leafUuid" in obj or "message" in obj)
-        ):
+        # every Claude Code entry has a type, and nearly every one its session's id (the
+        # first line may be any of them: a queue operation, a summary, a snapshot)
+        tells = ("sessionId" in obj or "leafUuid" in obj) or (
+            kind in _CLAUDE_CODE_TYPES and ("uuid" in obj or "message" in obj)
+        )
+        if isinstance(kind, str) and tells and "messages" not in obj:
             return "claude_code"
         return "requests"
     return "requests"
