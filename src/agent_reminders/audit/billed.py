@@ -341,6 +341,7 @@ class BilledReport:
 
     def to_json(self, *, rows: bool = True) -> dict[str, Any]:
         """The ``billed`` object of ``--json`` (docs/audit.md, "What the provider billed")."""
+        calls = {r.call.index: r.call for r in self.rows}
         out: dict[str, Any] = {
             "provider": self.provider,
             "requests": len(self.rows),
@@ -358,7 +359,7 @@ class BilledReport:
                 "miss_share": round(self.miss_share, 4),
                 "unpriced_models": list(self.unpriced),
             },
-            "misses": [_miss_json(self.rows, m) for m in self.misses],
+            "misses": [_miss_json(calls[m.request], m) for m in self.misses],
             "causes": self.by_cause(),
             "sessions": self.by_session(),
         }
@@ -367,8 +368,7 @@ class BilledReport:
         return out
 
 
-def _miss_json(rows: tuple[BilledRow, ...], miss: Miss) -> dict[str, Any]:
-    call = next(r.call for r in rows if r.call.index == miss.request)
+def _miss_json(call: Call, miss: Miss) -> dict[str, Any]:
     return {
         "request": miss.request,
         "line": call.line,

@@ -52,7 +52,15 @@ _CLAUDE_CODE_TYPES = frozenset(
     }
 )
 _CODEX_TYPES = frozenset(
-    {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+    {
+        "session_meta",
+        "turn_context",
+        "response_item",
+        "event_msg",
+        "compacted",
+        "token_usage_record",
+        "world_state",
+    }
 )
 
 
