@@ -75,6 +75,7 @@ from ._core.request import (
     Usage,
 )
 from ._core.transcript import Transcript, reminder_event
+from ._core.wording import WordingFinding, lint_body
 from ._lazy import exports
 from ._options import ReminderOptions
 from ._version import __version__
@@ -178,6 +179,7 @@ __all__ = [
     "UUID7Factory",
     "UnknownReminderIdError",
     "Usage",
+    "WordingFinding",
     "Workspace",
     "__version__",
     "agent_loop",
@@ -191,6 +193,7 @@ __all__ = [
     "inject_reminder",
     "insert_reminder",
     "lint_agent_options",
+    "lint_body",
     "lint_reminder_options",
     "neutralize_content",
     "neutralize_untrusted",

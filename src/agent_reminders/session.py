@@ -281,8 +281,8 @@ class Session:
             for item in held:
                 self.append(item)
 
-    def _insert(self, reminder: Reminder) -> Injected:
-        done = insert_checked(self._transcript, reminder, self.event_log)
+    def _insert(self, reminder: Reminder, *, lint: bool = False) -> Injected:
+        done = insert_checked(self._transcript, reminder, self.event_log, lint=lint)
         self._transcript = done.transcript
         return done
 
@@ -294,16 +294,15 @@ class Session:
         )
 
     def inject(self, options: Mapping[str, Any]) -> Injected:
-        """Queue a reminder from strict options (source ``in_pipeline``)."""
-        return self._insert(self._from_parsed(parse_reminder_options(options), Source.IN_PIPELINE))
+        """Queue a reminder from strict options, source ``in_pipeline`` (:meth:`inject_from`)."""
+        return self.inject_from(options, source=Source.IN_PIPELINE)
 
     def inject_from(self, options: Mapping[str, Any], *, source: Source | str) -> Injected:
-        """Queue a reminder from strict options with another producer's ``source`` (hooks)."""
-        return self._insert(
-            self._from_parsed(
-                parse_reminder_options(options), coerce_enum(Source, source, "source")
-            )
-        )
+        """Queue a reminder from strict options with another producer's ``source`` (hooks). A body
+        :func:`~agent_reminders.lint_body` flags is queued all the same, then evented ``linted``."""
+        parsed = parse_reminder_options(options)
+        reminder = self._from_parsed(parsed, coerce_enum(Source, source, "source"))
+        return self._insert(reminder, lint=True)
 
     def clear(self, selector: Mapping[str, Any]) -> Cleared:
         """Remove pending reminders matching ``selector`` (``id``, ``tag``, ``dedupe_key``)."""

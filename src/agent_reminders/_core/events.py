@@ -28,6 +28,9 @@ class Kind:
     DROPPED = "transcript.reminder.dropped"
     INHERITED = "transcript.reminder.inherited"
     PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
+    # the wording lint flagged the body of a reminder injected from producer options (advisory:
+    # the reminder is queued all the same)
+    LINTED = "transcript.reminder.linted"
     # a system-channel envelope the wire must send as a user message from now on (its
     # placement broke a rule of the API): the one sanctioned prefix break besides compaction
     CHANNEL_DOWNGRADED = "transcript.channel_downgraded"

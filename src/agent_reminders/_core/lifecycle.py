@@ -34,6 +34,7 @@ from .records import (
     reminder_unchecked,
 )
 from .transcript import Transcript, check_transcript
+from .wording import lint_body
 
 __all__ = [
     "Cleared",
@@ -158,8 +159,32 @@ def insert_reminder(
     return insert_checked(transcript, reminder, check_log(event_log))
 
 
-def insert_checked(transcript: Transcript, reminder: Reminder, log: EventLog | None) -> Injected:
-    """:func:`insert_reminder` for arguments of the right types already (a session's own)."""
+# The reminder fields of a linted record: which reminder it is and who wrote it.
+_LINTED_FIELDS = INJECTED_EVENT_FIELDS[:4]  # id, tags, dedupe_key, source
+
+
+def _linted(log: EventLog, transcript: Transcript, reminder: Reminder) -> None:
+    findings = lint_body(reminder.body)
+    if findings:
+        payload = event_fields(reminder, _LINTED_FIELDS)
+        # Events carry no body text (body_bytes, never the body): the offsets point into the
+        # body its producer holds, so the excerpt stays out.
+        payload["findings"] = [
+            {"code": f.code, "message": f.message, "start": f.start, "end": f.end} for f in findings
+        ]
+        log.lifecycle(Kind.LINTED, transcript.id, payload)
+
+
+def insert_checked(
+    transcript: Transcript, reminder: Reminder, log: EventLog | None, *, lint: bool = False
+) -> Injected:
+    """:func:`insert_reminder` for arguments of the right types already (a session's own).
+
+    With ``lint`` (a reminder a producer wrote from strict options) and a log, a body that
+    :func:`~agent_reminders.lint_body` flags adds a ``linted`` record after ``injected``: the
+    reminder's id, tags, dedupe key and source, and the ``findings`` (``code``, ``message``,
+    ``start``, ``end``). Advisory only: the reminder is queued all the same.
+    """
     key = reminder.dedupe_key
     kept: list[Pending] = []
     replaced: list[Reminder] = []
@@ -173,6 +198,8 @@ def insert_checked(transcript: Transcript, reminder: Reminder, log: EventLog | N
         if replaced:
             _deduped(log, result, replaced, reminder)
         log.lifecycle(Kind.INJECTED, result.id, injected_payload(reminder))
+        if lint:
+            _linted(log, result, reminder)
     return Injected(transcript=result, reminder_id=reminder.id, deduped_count=len(replaced))
 
 
@@ -188,7 +215,9 @@ def inject_reminder(
     """Validate strict reminder options and append the reminder to the pending queue.
 
     Every pending reminder with the same ``dedupe_key`` is removed first; ``messages`` are
-    untouched.
+    untouched. With an ``event_log``, a body that :func:`~agent_reminders.lint_body` flags
+    (shouting, threats, injection-like phrasing) adds a ``linted`` record after ``injected``;
+    the reminder is queued all the same.
 
     Raises:
         ReminderError: ``RMD-001`` / ``RMD-005`` from option validation, in the order of
@@ -206,7 +235,7 @@ def inject_reminder(
     reminder = reminder_from_options(
         parsed, source=src, fired_at_turn=turn, id=(id_factory or new_id)()
     )
-    return insert_reminder(transcript, reminder, event_log=event_log)
+    return insert_checked(transcript, reminder, check_log(event_log), lint=True)
 
 
 def reminder_from_options(

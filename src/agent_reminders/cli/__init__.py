@@ -23,6 +23,7 @@ from .common import handle_errors, state, tidy_help
 from .demo import demo
 from .facts import facts_app
 from .hook import hook_app
+from .lint import lint
 from .remind import pending, remind, revoke
 from .serve import serve
 from .sessions import sessions_app
@@ -102,6 +103,7 @@ app.command(name="pending")(pending)
 app.command(name="revoke")(revoke)
 app.command(name="audit")(audit)
 app.command(name="demo")(demo)
+app.command(name="lint")(lint)
 
 
 def _print_version(value: bool) -> None:
