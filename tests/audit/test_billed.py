@@ -613,3 +613,45 @@ def test_a_claude_code_transcript_is_told_by_any_first_entry(
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps(first) + "\n" + source.read_text())
     assert audit_file(path).format == "claude_code"
+
+
+def test_a_claude_code_transcript_names_the_earlier_message_that_changed(tmp_path: Path) -> None:
+    """Claude Code 2.1.3xx records each request's message hashes (``api-request``) and the
+    messages themselves (``api-request-blob``, its own entries): a miss where an earlier
+    message changed is named, with a short diff, from the transcript alone."""
+    from agent_reminders.audit.sources import message_hash
+
+    source = next((FIXTURES / "claude-code" / "baseline").glob("*/*.jsonl"))
+    entries = [json.loads(line) for line in source.read_text().splitlines()]
+    requests = [e for e in entries if e["type"] == "api-request"]
+    last = requests[-1]  # the resumed run's request: every hash in its tail, no base
+    blobs = {e["hash"]: e["message"] for e in entries if e["type"] == "api-request-blob"}
+    changed_at = next(i for i, h in enumerate(last["tail"]) if h in blobs and i > 0)
+    old = blobs[last["tail"][changed_at]]
+    text = json.dumps(old)
+    assert "linux" in text
+    new = json.loads(text.replace("linux", "darwin", 1))
+    new_hash = message_hash(new)
+    last["tail"][changed_at] = new_hash
+    entries.insert(
+        entries.index(last),
+        {
+            "type": "api-request-blob",
+            "sessionId": last["sessionId"],
+            "hash": new_hash,
+            "message": new,
+        },
+    )
+    answer = next(e for e in entries if e["type"] == "assistant" and e["requestRef"] == last["id"])
+    usage = answer["message"]["usage"]
+    usage["cache_creation_input_tokens"] += usage["cache_read_input_tokens"] - 100
+    usage["cache_read_input_tokens"] = 100
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    report = audit_file(path)
+    assert report.billed is not None
+    (miss,) = report.billed.misses
+    assert miss.cause == "message_changed"
+    assert miss.detail.startswith(f"message {changed_at} changed: ")
+    assert "linux" in miss.detail
+    assert "darwin" in miss.detail

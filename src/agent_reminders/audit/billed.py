@@ -42,6 +42,7 @@ from .report import first_difference
 
 __all__ = [
     "CAUSES",
+    "HOOK_MARKERS",
     "TTL_SECONDS",
     "BilledReport",
     "BilledRow",
@@ -50,6 +51,7 @@ __all__ = [
     "Miss",
     "Provider",
     "analyze",
+    "short_diff",
 ]
 
 Provider = Literal["anthropic", "openai"]
@@ -98,7 +100,9 @@ _BODY_CAUSES: Mapping[str, Cause] = {
     "messages_removed": "message_changed",
     "channel_downgraded": "message_changed",
 }
-_HOOK_MARKERS = (*DIRECTIVE_MARKERS, "hook additional context")
+HOOK_MARKERS: tuple[str, ...] = (*DIRECTIVE_MARKERS, "hook additional context")
+"""A changed message holding one of these was a reminder or a hook's context: the cause is
+``reminder_changed``."""
 _SNIPPET = 40
 
 
@@ -409,7 +413,7 @@ def _miss_cost(call: Call, tokens: int, price: Price | None) -> float | None:
     return units * price.input / 1_000_000
 
 
-def _short_diff(old: str, new: str) -> str:
+def short_diff(old: str, new: str) -> str:
     """The first difference of two texts, with a little context on each side."""
     start = 0
     while start < min(len(old), len(new)) and old[start] == new[start]:
@@ -437,15 +441,15 @@ def _from_bodies(old: PromptSequence, new: PromptSequence) -> tuple[Cause, str, 
         return cause, "the tools changed", -1
     if reason == "system_changed":
         texts = ["".join(p.text for p in s.system) for s in (old, new)]
-        return cause, f"the system prompt changed: {_short_diff(*texts)}", -1
+        return cause, f"the system prompt changed: {short_diff(*texts)}", -1
     if reason == "messages_removed":
         return cause, f"messages from {message} on were removed", message
     before = old.messages[message].text
     after = new.messages[message].text if message < len(new.messages) else ""
-    if any(marker in text for marker in _HOOK_MARKERS for text in (before, after)):
+    if any(marker in text for marker in HOOK_MARKERS for text in (before, after)):
         cause = "reminder_changed"
     what = "sent as a user message" if reason == "channel_downgraded" else "changed"
-    return cause, f"message {message} {what}: {_short_diff(before, after)}", message
+    return cause, f"message {message} {what}: {short_diff(before, after)}", message
 
 
 def _cause(previous: Call, call: Call, ttl: int) -> tuple[Cause, str, int | None]:

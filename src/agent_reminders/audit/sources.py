@@ -17,14 +17,16 @@ session files, ``{request, response}`` pairs, and usage in the library's request
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._core.errors import AuditError
-from .billed import Call, Cause, Provider
-from .readers import PromptSequence
+from ..integrations.anthropic import strip_cache_control
+from .billed import HOOK_MARKERS, Call, Cause, Provider, short_diff
+from .readers import PromptSequence, canonical_json
 
 __all__ = [
     "SessionFormat",
@@ -217,6 +219,7 @@ def read_claude_code(
     seen: dict[str, int] = {}  # message id -> position in calls
     compacted: dict[tuple[str | None, str | None], str] = {}
     versions: dict[tuple[str | None, str | None], str] = {}
+    wire = _Wire()
     for number, obj in objects:
         where = _where(source, number)
         if not isinstance(obj, Mapping) or not isinstance(obj.get("type"), str):
@@ -228,6 +231,7 @@ def read_claude_code(
         if agent is None and obj.get("isSidechain") is True:
             agent = "sidechain"
         chain = (session, agent)
+        wire.read(obj)
         if obj["type"] == "system" and obj.get("subtype") == "compact_boundary":
             compacted[chain] = _compaction(obj.get("compactMetadata"))
             continue
@@ -247,7 +251,7 @@ def read_claude_code(
             model=model if isinstance(model, str) else None,
             one_hour=obj.get("promptCacheRequested") == "1h",
             compacted=chain in compacted,
-            changed=_changed(chain, obj, compacted, versions),
+            changed=_changed(chain, obj, compacted, versions) or wire.change(chain, obj),
             timestamp=_when(obj.get("timestamp"), where),
             session=session,
             agent=agent,
@@ -265,6 +269,7 @@ def read_claude_code(
                 timestamp=first.timestamp,
                 line=first.line,
                 compacted=first.compacted,
+                changed=first.changed,
             )
             continue
         compacted.pop(chain, None)
@@ -272,6 +277,86 @@ def read_claude_code(
             seen[ident] = len(calls)
         calls.append(call)
     return calls
+
+
+def message_hash(message: Any) -> str:
+    """The hash Claude Code (2.1.3xx) records for a message it sent, in its transcript's
+    ``api-request`` and ``api-request-blob`` entries: sha256 of the message as JSON with
+    sorted keys, no spaces and UTF-8 kept, ``cache_control`` removed and a string content as
+    its one text block.
+
+    Example:
+        >>> message_hash({"role": "user", "content": "hi"}) == message_hash(
+        ...     {"role": "user", "content": [{"type": "text", "text": "hi"}]})
+        True
+    """
+    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+        message = {**message, "content": [{"type": "text", "text": message["content"]}]}
+    text = canonical_json(strip_cache_control(message))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Wire:
+    """What a Claude Code transcript records of each request it sent (2.1.3xx): per
+    ``api-request`` (its ``id`` is an assistant entry's ``requestRef``) the hashes of its
+    messages — the ``base`` request's first ``keep`` ones, then ``tail`` — and the hash of its
+    system prompt and tools (``shapeHash``, an ``api-request-shape`` holds them); messages by
+    hash (``api-request-blob`` entries, and the transcript's own user and assistant entries),
+    to show what changed. Older transcripts have none of it: :meth:`change` is then ``None``."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, tuple[str | None, list[str]]] = {}
+        self.shapes: dict[str, Mapping[str, Any]] = {}
+        self.messages: dict[str, Any] = {}
+        self.last: dict[tuple[str | None, str | None], tuple[str | None, list[str]]] = {}
+
+    def read(self, entry: Mapping[str, Any]) -> None:
+        kind = entry["type"]
+        if kind == "api-request" and isinstance(entry.get("id"), str):
+            base = self.requests.get(entry.get("base") or "", (None, []))[1]
+            keep = entry.get("keep") if isinstance(entry.get("keep"), int) else 0
+            tail = [h for h in entry.get("tail") or () if isinstance(h, str)]
+            shape = entry.get("shapeHash") if isinstance(entry.get("shapeHash"), str) else None
+            self.requests[entry["id"]] = (shape, base[:keep] + tail)
+        elif kind == "api-request-shape" and isinstance(entry.get("shape"), Mapping):
+            self.shapes[str(entry.get("shapeHash"))] = entry["shape"]
+        elif kind == "api-request-blob" and isinstance(entry.get("hash"), str):
+            self.messages[entry["hash"]] = entry.get("message")
+        elif kind in ("user", "assistant") and isinstance(entry.get("message"), Mapping):
+            message = entry["message"]
+            sent = {"role": message.get("role"), "content": message.get("content")}
+            self.messages.setdefault(message_hash(sent), sent)
+
+    def change(
+        self, chain: tuple[str | None, str | None], entry: Mapping[str, Any]
+    ) -> tuple[Cause, str] | None:
+        """Where the request answered by ``entry`` stopped extending the conversation's
+        previous request, from the recorded hashes (``None``: it extends it, or unknown)."""
+        ref = entry.get("requestRef")
+        found = self.requests.get(ref) if isinstance(ref, str) else None
+        if found is None:
+            return None
+        previous = self.last.get(chain)
+        self.last[chain] = found
+        if previous is None:
+            return None
+        (old_shape, old), (shape, new) = previous, found
+        if old_shape != shape:
+            before, after = self.shapes.get(str(old_shape), {}), self.shapes.get(str(shape), {})
+            if before.get("tools") != after.get("tools"):
+                return "tools_changed", "the tools changed (the transcript's request shapes)"
+            return "system_changed", "the system prompt changed (the transcript's request shapes)"
+        at = next((i for i, h in enumerate(old) if i >= len(new) or new[i] != h), None)
+        if at is None:
+            return None
+        if at >= len(new):
+            return "message_changed", f"messages from {at} on were removed"
+        texts = [canonical_json(self.messages.get(h)) for h in (old[at], new[at])]
+        cause: Cause = "message_changed"
+        if any(marker in text for marker in HOOK_MARKERS for text in texts):
+            cause = "reminder_changed"
+        known = all(h in self.messages for h in (old[at], new[at]))
+        return cause, f"message {at} changed" + (f": {short_diff(*texts)}" if known else "")
 
 
 def _compaction(metadata: object) -> str:
