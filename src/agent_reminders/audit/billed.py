@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from .cache_models import DIRECTIVE_MARKERS, OPENAI_MIN_TOKENS, OPENAI_STEP
 from .prices import Price, PriceTable
-from .readers import PromptSequence
+from .readers import PromptSequence, canonical_json
 from .report import first_difference
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "Miss",
     "Provider",
     "analyze",
+    "readable",
     "short_diff",
 ]
 
@@ -413,6 +414,24 @@ def _miss_cost(call: Call, tokens: int, price: Price | None) -> float | None:
     return units * price.input / 1_000_000
 
 
+def readable(message: Any) -> str:
+    """A message as a person reads it, for a diff: its text (the text blocks joined), else
+    its canonical JSON.
+
+    Example:
+        >>> readable({"role": "user", "content": [{"type": "text", "text": "a\\nb"}]})
+        'a\\nb'
+    """
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, Mapping)]
+        if texts and all(isinstance(t, str) for t in texts):
+            return "\n".join(str(t) for t in texts)
+    return canonical_json(message)
+
+
 def short_diff(old: str, new: str) -> str:
     """The first difference of two texts, with a little context on each side."""
     start = 0
@@ -448,6 +467,8 @@ def _from_bodies(old: PromptSequence, new: PromptSequence) -> tuple[Cause, str, 
     after = new.messages[message].text if message < len(new.messages) else ""
     if any(marker in text for marker in HOOK_MARKERS for text in (before, after)):
         cause = "reminder_changed"
+    before = readable(old.messages[message].value)
+    after = readable(new.messages[message].value) if message < len(new.messages) else ""
     what = "sent as a user message" if reason == "channel_downgraded" else "changed"
     return cause, f"message {message} {what}: {short_diff(before, after)}", message
 

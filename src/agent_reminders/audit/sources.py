@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from .._core.errors import AuditError
 from ..integrations.anthropic import strip_cache_control
-from .billed import HOOK_MARKERS, Call, Cause, Provider, short_diff
+from .billed import HOOK_MARKERS, Call, Cause, Provider, readable, short_diff
 from .readers import PromptSequence, canonical_json
 
 __all__ = [
@@ -351,7 +351,7 @@ class _Wire:
             return None
         if at >= len(new):
             return "message_changed", f"messages from {at} on were removed"
-        texts = [canonical_json(self.messages.get(h)) for h in (old[at], new[at])]
+        texts = [readable(self.messages.get(h)) for h in (old[at], new[at])]
         cause: Cause = "message_changed"
         if any(marker in text for marker in HOOK_MARKERS for text in texts):
             cause = "reminder_changed"
