@@ -47,7 +47,6 @@ from ._core.errors import (
     explain,
 )
 from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
-from ._core.fields import lint_reminder_options
 from ._core.ids import UUID7Factory, new_id
 from ._core.lifecycle import (
     Cleared,
@@ -75,7 +74,7 @@ from ._core.request import (
     Usage,
 )
 from ._core.transcript import Transcript, reminder_event
-from ._core.wording import WordingFinding, lint_body
+from ._core.wording import WordingFinding, lint_body, lint_reminder_options
 from ._lazy import exports
 from ._options import ReminderOptions
 from ._version import __version__

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._core.cadence import Cadence
 from ._core.channels import Channel, ChannelSetting, check_channel, placement
 from ._core.commit import commit_directives
 from ._core.envelope import (
@@ -193,6 +194,7 @@ class Session:
         self.started = False
         self._transcript = Transcript(id=self.id)
         self._policy = FirePolicy()
+        self._cadence = Cadence()
         self._open_calls: set[str] = set()  # tool calls still waiting for their results
         self._held: list[Message] = []  # drained user messages waiting for those results
         self._clock: GeneratorClock | None = None
@@ -282,6 +284,15 @@ class Session:
                 self.append(item)
 
     def _insert(self, reminder: Reminder, *, lint: bool = False) -> Injected:
+        # every producer's reminder comes through here: the one place its cadence is kept
+        turn = reminder.fired_at_turn
+        refused = self._cadence.refusal(reminder, turn)
+        if refused is not None:
+            payload = {"reminder_id": reminder.id, "reason": refused, "turn_number": turn}
+            payload["dedupe_key"] = reminder.dedupe_key
+            self.event_log.lifecycle(Kind.DROPPED, self._transcript.id, payload)
+            return Injected(self._transcript, reminder.id, 0, dropped=refused)
+        self._cadence = self._cadence.fired(reminder, turn)
         done = insert_checked(self._transcript, reminder, self.event_log, lint=lint)
         self._transcript = done.transcript
         return done
@@ -744,6 +755,7 @@ class Session:
             queue=self.queue.state(),
             generators=None if self._clock is None else self._clock.state(),
             providers=self._policy.state(),
+            cadence=self._cadence,
         )
 
     @classmethod
@@ -805,6 +817,7 @@ class Session:
         if new._clock is not None and state.generators is not None:
             new._clock.restore(state.generators)
         new._policy = FirePolicy(state.providers)
+        new._cadence = state.cadence
         new._tools = ToolSet(state.declared_tools, state.announced_tools)
         return new
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._core.cadence import Cadence
 from ._core.channels import ChannelSetting, check_channel
 from ._core.envelope import (
     EnvelopeStyle,
@@ -58,7 +59,7 @@ _KEYS = frozenset(
 )
 # Written only when not at their defaults ("auto", no nonce): a state without them reads as
 # it always did, and a session on the defaults keeps the bytes of its saved document.
-_OPTIONAL_KEYS = frozenset({"channel", "nonce", "tools"})
+_OPTIONAL_KEYS = frozenset({"cadence", "channel", "nonce", "tools"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +86,8 @@ class SessionState:
         queue: The injection queue: pending items, delivered and revoked ids.
         generators: Generator clocks and announced sets (``None`` without generators).
         providers: What the firing policy remembers (bodies last sent in full).
+        cadence: Per reminder key under a cadence, how many times it fired and when last
+            (written only when there is any).
 
     Example:
         >>> from agent_reminders import Session
@@ -111,6 +114,7 @@ class SessionState:
     queue: QueueState = field(default_factory=QueueState)
     generators: GeneratorState | None = None
     providers: ProviderState = field(default_factory=ProviderState)
+    cadence: Cadence = field(default_factory=Cadence)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "held_messages", tuple(self.held_messages))
@@ -128,6 +132,7 @@ class SessionState:
             ("transcript", Transcript),
             ("queue", QueueState),
             ("providers", ProviderState),
+            ("cadence", Cadence),
         ):
             value = getattr(self, name)
             if not isinstance(value, kind):
@@ -189,6 +194,8 @@ class SessionState:
             doc["channel"] = self.channel
         if self.nonce is not None:
             doc["nonce"] = self.nonce
+        if self.cadence.fires:
+            doc["cadence"] = self.cadence.to_document()
         if self.declared_tools is not None or self.announced_tools is not None:
             doc["tools"] = {
                 "announced": None if self.announced_tools is None else list(self.announced_tools),
@@ -266,6 +273,7 @@ class SessionState:
             queue=_queue(doc["queue"]),
             generators=None if doc["generators"] is None else _generators(doc["generators"]),
             providers=_providers(doc["providers"]),
+            cadence=_cadence(doc.get("cadence", {})),
         )
 
 
@@ -423,6 +431,18 @@ def _generators(value: object) -> GeneratorState:
             for gid, names in announced.items()
         },
     )
+
+
+def _cadence(value: object) -> Cadence:
+    if not isinstance(value, dict):
+        raise StateError("cadence must be an object")
+    fires: dict[str, tuple[int, int]] = {}
+    for key, pair in value.items():
+        where = f"cadence[{key!r}]"
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise StateError(f"{where} must be [times fired, last turn]")
+        fires[key] = (_int(pair[0], f"{where}[0]"), _int(pair[1], f"{where}[1]"))
+    return Cadence(fires)
 
 
 def _providers(value: object) -> ProviderState:

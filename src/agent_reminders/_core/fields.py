@@ -31,7 +31,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from ._compiled import compile_function
-from .errors import Diagnostic, ReminderError, did_you_mean
+from .errors import ReminderError, did_you_mean
 from .frozen import fast_init
 from .ids import new_id
 
@@ -69,7 +69,6 @@ __all__ = [
     "event_fields",
     "lenient_dict",
     "lenient_values",
-    "lint_reminder_options",
     "lone_surrogate",
     "option_defaults",
     "over_limit",
@@ -325,6 +324,8 @@ class Field:
         wire: Turns the stored value into its JSON form (``None``: as is).
         exact: A value of exactly this type is valid as it is (enums, ``bool``).
         event: The key in lifecycle event payloads (``id`` is ``reminder_id``).
+        row_when_set: In the bridge's pending rows only when set (the cadence fields: a row
+            without them keeps the shape it always had).
         camel: The camelCase name in the bridge's pending rows, derived from ``name``.
     """
 
@@ -340,6 +341,7 @@ class Field:
     wire: Callable[[Any], Any] | None = None
     exact: type | None = None
     event: str = ""
+    row_when_set: bool = False
     camel: str = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -362,6 +364,10 @@ FIELDS: tuple[Field, ...] = (
     Field("tags", _tags_rule, default=(), lenient=_lenient_tags, wire=_list_wire),
     Field("dedupe_key", _key_rule, default=None, omit_none=True),
     Field("ttl_turns", _positive_int_rule, default=None, omit_none=True),
+    # cadence (docs/core.md, "Cadence"): how often the reminder's key may fire in a session
+    Field("first_after", _turn_rule, default=None, omit_none=True, row_when_set=True),
+    Field("cooldown_turns", _positive_int_rule, default=None, omit_none=True, row_when_set=True),
+    Field("max_fires", _positive_int_rule, default=None, omit_none=True, row_when_set=True),
     Field("preserve_on_compact", _bool_rule, default=False, exact=bool),
     Field(
         "propagate",
@@ -592,6 +598,9 @@ class ParsedOptions:
     tags: tuple[str, ...] = ()
     dedupe_key: str | None = None
     ttl_turns: int | None = None
+    first_after: int | None = None
+    cooldown_turns: int | None = None
+    max_fires: int | None = None
     preserve_on_compact: bool | None = None
     propagate: Propagate | None = None
     role_hint: RoleHint | None = None
@@ -740,6 +749,9 @@ _ROW_FIELDS: tuple[Field, ...] = tuple(f for f in _PAYLOAD_FIELDS if f.name != "
 # come before): the one error a client sees for a payload with several bad fields.
 _PAYLOAD_ORDER: tuple[str, ...] = (
     "ttl_turns",
+    "first_after",
+    "cooldown_turns",
+    "max_fires",
     "fired_at_turn",
     "source",
     "propagate",
@@ -995,7 +1007,12 @@ def validate_reminder_payload(
 
 def pending_row_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The reminder fields of a bridge pending row, camelCase, from a validated payload."""
-    return {f.camel: list(v) if isinstance(v := payload[f.name], list) else v for f in _ROW_FIELDS}
+    pairs = ((f, payload.get(f.name)) for f in _ROW_FIELDS)
+    return {
+        f.camel: list(v) if isinstance(v, list) else v
+        for f, v in pairs
+        if not (f.row_when_set and v is None)
+    }
 
 
 # -- lenient stored events ---------------------------------------------------------------------
@@ -1026,7 +1043,7 @@ def lenient_dict(payload: Mapping[str, Any]) -> dict[str, Any]:
     return record_dict(lenient_values(payload))
 
 
-# -- clear_reminders selectors and the RMD-004 lint --------------------------------------------
+# -- clear_reminders selectors ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -1053,28 +1070,3 @@ def parse_selector(selector: object) -> Selector:
             "RMD-001", "selector needs at least one non-blank key of: dedupe_key, id, tag"
         )
     return Selector(**values)
-
-
-def lint_reminder_options(options: Mapping[str, Any]) -> list[Diagnostic]:
-    """Report lifecycle smells in reminder options without raising.
-
-    ``RMD-004`` (warning): ``preserve_on_compact`` is literally ``False`` and ``ttl_turns`` is
-    absent or ``None`` — the reminder lives forever during normal turns and vanishes at the next
-    compaction.
-    """
-    if not isinstance(options, Mapping):
-        raise TypeError(f"options must be a mapping, not {type(options).__name__}")
-    found: list[Diagnostic] = []
-    if options.get("preserve_on_compact") is False and options.get("ttl_turns") is None:
-        found.append(
-            Diagnostic(
-                code="RMD-004",
-                severity="warning",
-                message=(
-                    "preserve_on_compact=False without ttl_turns: the reminder is re-sent "
-                    "until cleared and vanishes at the next compaction; give it a ttl_turns "
-                    "or set preserve_on_compact=True"
-                ),
-            )
-        )
-    return found

@@ -59,11 +59,20 @@ Compactor = Callable[[tuple[Message, ...], tuple[Reminder, ...]], "str | Sequenc
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Injected:
-    """Result of :func:`inject_reminder`."""
+    """Result of :func:`inject_reminder`.
+
+    Attributes:
+        transcript: The transcript after the insert.
+        reminder_id: The reminder's id.
+        deduped_count: How many pending reminders with its ``dedupe_key`` it replaced.
+        dropped: Why a session's cadence refused it (``first_after``, ``cooldown``,
+            ``max_fires``): then nothing was queued. ``None``: it was queued.
+    """
 
     transcript: Transcript
     reminder_id: str
     deduped_count: int
+    dropped: str | None = None
 
 
 @fast_init

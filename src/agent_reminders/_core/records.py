@@ -101,6 +101,9 @@ class Reminder:
     tags: tuple[str, ...] = ()
     dedupe_key: str | None = None
     ttl_turns: int | None = None
+    first_after: int | None = None
+    cooldown_turns: int | None = None
+    max_fires: int | None = None
     preserve_on_compact: bool = False
     propagate: Propagate = Propagate.SESSION
     role_hint: RoleHint = RoleHint.SYSTEM

@@ -1,4 +1,5 @@
-"""The wording lint of reminder bodies, in one place: :func:`lint_body` and its rules.
+"""The advisory lints of reminder options, in one place: :func:`lint_body` (the wording) and its
+rules, and :func:`lint_reminder_options` (a lifetime smell, RMD-004).
 
 A reminder is read by a model that already wants to follow it. Shouting, threats and
 exclamation marks add no information and tend to make a model over-apply the reminder;
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["WORDING_CODES", "WordingCode", "WordingFinding", "lint_body"]
+from .errors import Diagnostic
+
+__all__ = ["WORDING_CODES", "WordingCode", "WordingFinding", "lint_body", "lint_reminder_options"]
 
 WordingCode = Literal["shouting", "threat", "injection", "exclamation"]
 WORDING_CODES: tuple[WordingCode, ...] = ("shouting", "threat", "injection", "exclamation")
@@ -334,3 +338,28 @@ def lint_body(text: str) -> list[WordingFinding]:
     found += _exclamation(prose, text)
     order = {code: index for index, code in enumerate(WORDING_CODES)}
     return sorted(found, key=lambda f: (f.start, order[f.code], f.end))
+
+
+def lint_reminder_options(options: Mapping[str, Any]) -> list[Diagnostic]:
+    """Report lifecycle smells in reminder options without raising.
+
+    ``RMD-004`` (warning): ``preserve_on_compact`` is literally ``False`` and ``ttl_turns`` is
+    absent or ``None`` — the reminder lives forever during normal turns and vanishes at the next
+    compaction.
+    """
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a mapping, not {type(options).__name__}")
+    found: list[Diagnostic] = []
+    if options.get("preserve_on_compact") is False and options.get("ttl_turns") is None:
+        found.append(
+            Diagnostic(
+                code="RMD-004",
+                severity="warning",
+                message=(
+                    "preserve_on_compact=False without ttl_turns: the reminder is re-sent "
+                    "until cleared and vanishes at the next compaction; give it a ttl_turns "
+                    "or set preserve_on_compact=True"
+                ),
+            )
+        )
+    return found

@@ -176,6 +176,12 @@ class FirePolicy:
             _evaluated(event_log, session_id, spec.id, event, len(planned))
             for plan in planned:
                 done = inject(plan.options, plan.body)
+                if done.dropped is not None:  # the reminder's cadence refused it
+                    used -= plan.size
+                    skipped.append(
+                        {"provider": spec.id, "reason": done.dropped, "body_bytes": plan.size}
+                    )
+                    continue
                 reports.append(
                     {
                         "provider": spec.id,
