@@ -12,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_reminders import ReminderError, Session, SessionState
-from agent_reminders._core.cadence import MAX_CADENCE_KEYS, Cadence
-from agent_reminders._core.events import Kind
 
 TODO = {"body": "Update the to-do list.", "dedupe_key": "todo"}
+DROPPED = "transcript.reminder.dropped"
+KEPT_KEYS = 1024  # how many keys a session's cadence remembers
 
 
 def dropped(session: Session) -> list[dict[str, Any]]:
-    return [r.payload for r in session.event_log.records if r.kind == Kind.DROPPED]
+    return [r.payload for r in session.event_log.records if r.kind == DROPPED]
 
 
 def attempt(session: Session, options: dict[str, Any]) -> str | None:
@@ -55,7 +55,7 @@ def test_a_key_is_the_dedupe_key_else_the_body() -> None:
 def test_a_reminder_without_cadence_is_never_counted_or_dropped() -> None:
     session = Session("s1")
     assert [attempt(session, TODO) for _ in range(4)] == [None] * 4
-    assert session.state().cadence == Cadence()
+    assert session.state().cadence.fires == {}
     assert "cadence" not in session.state().to_document()  # the saved bytes are as before
 
 
@@ -126,14 +126,14 @@ def test_the_pending_row_shows_cadence_only_when_set() -> None:
 
 
 def test_the_cadence_is_bounded() -> None:
-    from agent_reminders import Reminder
-
-    cadence = Cadence()
-    for i in range(MAX_CADENCE_KEYS + 5):
-        cadence = cadence.fired(Reminder(body="x", dedupe_key=f"k{i}", max_fires=1), i)
-    assert len(cadence.fires) == MAX_CADENCE_KEYS
-    assert "k0" not in cadence.fires  # the one that fired longest ago went first
-    assert cadence.fires[f"k{MAX_CADENCE_KEYS + 4}"] == (1, MAX_CADENCE_KEYS + 4)
+    session = Session("s1")
+    for i in range(KEPT_KEYS + 5):
+        session.inject({"body": "x", "dedupe_key": f"k{i}", "max_fires": 1})
+        session.turn += 1
+    fires = session.state().cadence.fires
+    assert len(fires) == KEPT_KEYS
+    assert "k0" not in fires  # the one that fired longest ago went first
+    assert fires[f"k{KEPT_KEYS + 4}"] == (1, KEPT_KEYS + 4)
 
 
 # --- properties --------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_no_key_fires_inside_its_cooldown_past_max_fires_or_before_first_after(
 def test_restore_then_continue_is_continue_without_restore(
     cadences: list[dict[str, int]], steps: list[tuple[int, int]], cut: int
 ) -> None:
-    def run(restore_at: int | None) -> tuple[list[str | None], Cadence]:
+    def run(restore_at: int | None) -> tuple[list[str | None], Any]:
         session = Session("s1", id_factory=lambda: "r")
         outcomes: list[str | None] = []
         for index, (key, later) in enumerate(steps):
