@@ -71,3 +71,38 @@ def test_bad_config_is_one_clear_error(tmp_path: Path, text: str, fragment: str)
     with pytest.raises(ConfigError, match=r"serve\.toml") as info:
         load_settings(_write(tmp_path, text))
     assert fragment in str(info.value)
+
+
+def test_a_tokens_default_cadence(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """
+[[tokens]]
+token = "a-ci-token-0123456789"
+cadence = { cooldown_turns = 5, max_fires = 3 }
+""",
+    )
+    (scope,) = load_settings(path).tokens
+    assert scope.cadence == {"cooldown_turns": 5, "max_fires": 3}
+    # a reminder's own value wins over the token's
+    paced = scope.with_cadence({"body": "x", "cooldown_turns": 1})
+    assert paced == {"max_fires": 3, "body": "x", "cooldown_turns": 1}
+
+
+@pytest.mark.parametrize(
+    ("cadence", "fragment"),
+    [
+        ('"often"', "cadence must be a table"),
+        ("{ every = 2 }", "unknown key(s) every; it takes first_after, cooldown_turns, max_fires"),
+        ("{ cooldown_turns = 0 }", "cooldown_turns must be an int > 0"),
+        ("{ first_after = -1 }", "first_after must be an int >= 0"),
+    ],
+)
+def test_a_bad_token_cadence_is_one_error_naming_it(
+    tmp_path: Path, cadence: str, fragment: str
+) -> None:
+    path = _write(tmp_path, f'[[tokens]]\ntoken = "a-ci-token-0123456789"\ncadence = {cadence}\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert "tokens[0].cadence" in info.value.message
+    assert fragment in info.value.message

@@ -213,3 +213,31 @@ async def test_frames_keep_a_connection_from_going_idle() -> None:
             await anyio.sleep(0.1)
         with anyio.fail_after(5):  # silent now: closed
             await ws.wait_closed()
+
+
+async def test_a_tokens_default_cadence_paces_what_it_pushes() -> None:
+    """``[[tokens]] cadence = {...}``: a reminder pushed with the token takes the token's
+    cadence for each field it leaves out; the session keeps it like any other."""
+    paced = Scope(token="paced-token-0123456789", cadence={"cooldown_turns": 3, "max_fires": 2})
+    bridge = Bridge(MemoryStore(), settings=BridgeSettings(tokens=(paced,)))
+    await bridge.store.create_session(Session("s1").state())
+    async with (
+        serving_ws(bridge) as url,
+        connect(url, additional_headers=_auth(paced.token)) as ws,
+    ):
+        await _call(ws, "session/remind", {"body": "CI is red.", "dedupe_key": "ci"}, 1)
+        own = {"body": "Deploy frozen.", "dedupe_key": "deploy", "cooldown_turns": 1}
+        await _call(ws, "session/remind", own, 2)
+        pending = (await _call(ws, "session/pending_injections", {"sessionId": "s1"}, 3))["result"][
+            "injections"
+        ]
+    assert [(r.get("cooldownTurns"), r.get("maxFires")) for r in pending] == [(3, 2), (1, 2)]
+    # the session paces the key as the token said
+    session = Session("s1")
+    for _ in range(7):
+        session.queue.remind({"body": "CI is red.", "dedupe_key": "ci", **paced.cadence})
+        session.run_seam("iteration_start")
+        session.turn += 1
+    drops = [r.payload for r in session.event_log.records if r.kind.endswith(".dropped")]
+    assert [d["turn_number"] for d in drops] == [1, 2, 4, 5, 6]
+    assert [d["reason"] for d in drops] == ["cooldown"] * 2 + ["max_fires"] * 3

@@ -9,10 +9,12 @@ from __future__ import annotations
 import hmac
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from .._core.errors import ConfigError
-from .._core.fields import Authority, coerce_enum
+from .._core.cadence import CADENCE_FIELDS
+from .._core.errors import ConfigError, ReminderError
+from .._core.fields import Authority, coerce_enum, parse_reminder_options
 from .errors import SCOPE_DENIED, RpcError
 
 __all__ = ["Scope", "find_token", "parse_tokens"]
@@ -28,6 +30,14 @@ class Scope:
     max_authority: Authority = Authority.ADVISORY
     prompt: bool = False
     admin: bool = False
+    cadence: Mapping[str, int] = field(default_factory=dict)
+    """The cadence a reminder pushed with this token takes when it sets none of its own
+    (``first_after``, ``cooldown_turns``, ``max_fires``; docs/core.md, "Cadence")."""
+
+    def with_cadence(self, reminder: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``reminder`` with this token's default cadence for each field it leaves out."""
+        missing = {k: v for k, v in self.cadence.items() if k not in reminder}
+        return {**missing, **reminder} if missing else reminder
 
     @property
     def grant(self) -> Authority:
@@ -62,7 +72,7 @@ def parse_tokens(entries: object, where: str) -> tuple[Scope, ...]:
         at = f"{where}: tokens[{index}]"
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{at} must be a table")
-        known = {"token", "token_env", "sessions", "max_authority", "prompt", "admin"}
+        known = {"token", "token_env", "sessions", "max_authority", "prompt", "admin", "cadence"}
         unknown = sorted(set(entry) - known)
         if unknown:
             raise ConfigError(f"{at}: unknown key(s) {', '.join(unknown)}")
@@ -88,11 +98,28 @@ def parse_tokens(entries: object, where: str) -> tuple[Scope, ...]:
                 ),
                 prompt=bool(entry.get("prompt", False)),
                 admin=bool(entry.get("admin", False)),
+                cadence=_cadence(entry.get("cadence", {}), f"{at}.cadence"),
             )
         )
     if len({s.token for s in out}) != len(out):
         raise ConfigError(f"{where}: the same token is listed twice")
     return tuple(out)
+
+
+def _cadence(value: object, at: str) -> dict[str, int]:
+    """A token's default cadence: a table of cadence fields, checked by the field table."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{at} must be a table (cooldown_turns = 3, ...)")
+    unknown = sorted(set(value) - set(CADENCE_FIELDS))
+    if unknown:
+        raise ConfigError(
+            f"{at}: unknown key(s) {', '.join(unknown)}; it takes {', '.join(CADENCE_FIELDS)}"
+        )
+    try:
+        parsed = parse_reminder_options({"body": "-", **value})
+    except ReminderError as exc:
+        raise ConfigError(f"{at}: {exc.message}") from None
+    return {name: getattr(parsed, name) for name in CADENCE_FIELDS if name in value}
 
 
 def _raw(text: str) -> bytes | None:

@@ -98,6 +98,8 @@ async def remind(bridge: Bridge, params: object, connection: Connection) -> dict
             )
     else:
         reminder = {k: v for k, v in p.items() if k not in _ENVELOPE_KEYS}
+    if connection.scope is not None:
+        reminder = connection.scope.with_cadence(reminder)
     item = bridge.validator(connection.grant).reminder_item(reminder, mode=p.get("mode"))
     if _for_project(p, connection):
         reached = await project.remind_project(
