@@ -33,6 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._core.envelope import escape_body
 from ._core.events import EventLog, Kind
+from ._core.fields import Authority, Source, coerce_enum
+from ._core.records import Reminder
 
 __all__ = [
     "AnnouncedDelta",
@@ -160,6 +162,20 @@ class Emission:
     text: str
     call: int
     authority: str | None = None
+
+    def reminder(self, reminder_id: str, turn: int) -> Reminder:
+        """The ttl-1 reminder that carries this text into request ``turn`` (advisory unless
+        the generator says otherwise), keyed by its generator."""
+        return Reminder(
+            id=reminder_id,
+            body=self.text,
+            tags=("generator", self.generator_id),
+            dedupe_key=f"generator:{self.generator_id}",
+            ttl_turns=1,
+            authority=coerce_enum(Authority, self.authority or Authority.ADVISORY, "authority"),
+            source=Source.STDLIB_PROVIDER,
+            fired_at_turn=turn,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._core.cadence import Cadence
+from ._core.cadence import Cadence, admit
 from ._core.channels import Channel, ChannelSetting, check_channel, placement
 from ._core.commit import commit_directives
 from ._core.envelope import (
@@ -37,7 +37,7 @@ from ._core.lifecycle import (
     seed_inherited,
 )
 from ._core.messages import validate_message
-from ._core.records import Authority, Message, Reminder, Source, check_turn
+from ._core.records import Message, Reminder, Source, check_turn
 from ._core.request import ModelInfo, ModelRequest, Tool
 from ._core.seams import SEAMS
 from ._core.transcript import Transcript, message_event, reminder_event
@@ -285,14 +285,9 @@ class Session:
 
     def _insert(self, reminder: Reminder, *, lint: bool = False) -> Injected:
         # every producer's reminder comes through here: the one place its cadence is kept
-        turn = reminder.fired_at_turn
-        refused = self._cadence.refusal(reminder, turn)
+        self._cadence, refused = admit(self._cadence, reminder, self.event_log, self._transcript.id)
         if refused is not None:
-            payload = {"reminder_id": reminder.id, "reason": refused, "turn_number": turn}
-            payload["dedupe_key"] = reminder.dedupe_key
-            self.event_log.lifecycle(Kind.DROPPED, self._transcript.id, payload)
             return Injected(self._transcript, reminder.id, 0, dropped=refused)
-        self._cadence = self._cadence.fired(reminder, turn)
         done = insert_checked(self._transcript, reminder, self.event_log, lint=lint)
         self._transcript = done.transcript
         return done
@@ -437,20 +432,7 @@ class Session:
             return {}
         made: dict[str, Emission] = {}
         for emission in self._clock.collect():
-            done = self._insert(
-                Reminder(
-                    id=self.id_factory(),
-                    body=emission.text,
-                    tags=("generator", emission.generator_id),
-                    dedupe_key=f"generator:{emission.generator_id}",
-                    ttl_turns=1,
-                    authority=coerce_enum(
-                        Authority, emission.authority or Authority.ADVISORY, "authority"
-                    ),
-                    source=Source.STDLIB_PROVIDER,
-                    fired_at_turn=turn,
-                )
-            )
+            done = self._insert(emission.reminder(self.id_factory(), turn))
             made[done.reminder_id] = emission
         return made
 

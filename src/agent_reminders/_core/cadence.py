@@ -31,9 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .events import EventLog, Kind
 from .records import Reminder
 
-__all__ = ["CADENCE_FIELDS", "MAX_CADENCE_KEYS", "Cadence", "Refusal", "cadence_key"]
+__all__ = ["CADENCE_FIELDS", "MAX_CADENCE_KEYS", "Cadence", "Refusal", "admit", "cadence_key"]
 
 CADENCE_FIELDS: tuple[str, ...] = ("first_after", "cooldown_turns", "max_fires")
 MAX_CADENCE_KEYS = 1024
@@ -109,3 +110,19 @@ class Cadence:
     def to_document(self) -> dict[str, list[int]]:
         """``{key: [times fired, last turn]}``, oldest fire first."""
         return {key: [count, last] for key, (count, last) in self.fires.items()}
+
+
+def admit(
+    cadence: Cadence, reminder: Reminder, log: EventLog, transcript_id: str
+) -> tuple[Cadence, Refusal | None]:
+    """Whether ``reminder`` may fire at its ``fired_at_turn``: the cadence after it (counted
+    when it may), and the refusal (``None``: it may). A refusal is recorded on ``log`` as
+    ``dropped`` with the ``reason``, ``reminder_id``, ``dedupe_key`` and ``turn_number``."""
+    turn = reminder.fired_at_turn
+    refused = cadence.refusal(reminder, turn)
+    if refused is None:
+        return cadence.fired(reminder, turn), None
+    payload = {"reminder_id": reminder.id, "reason": refused, "turn_number": turn}
+    payload["dedupe_key"] = reminder.dedupe_key
+    log.lifecycle(Kind.DROPPED, transcript_id, payload)
+    return cadence, refused
