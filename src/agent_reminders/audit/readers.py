@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._core.errors import AuditError
+from ..integrations._wire import content_blocks
 from ..integrations.anthropic import strip_cache_control
 
 __all__ = [
@@ -334,7 +335,7 @@ def _message_piece(message: Mapping[str, Any]) -> Piece:
     content = message.get("content")
     if not isinstance(content, str):
         return piece
-    same = Piece.of({**message, "content": [{"type": "text", "text": content}]})
+    same = Piece.of({**message, "content": content_blocks(content)})
     return replace(piece, digest=same.digest)
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._core.errors import AuditError
+from ..integrations._wire import content_blocks
 from ..integrations.anthropic import strip_cache_control
 from .billed import HOOK_MARKERS, Call, Cause, Provider, readable, short_diff
 from .readers import PromptSequence, canonical_json
@@ -291,7 +292,7 @@ def message_hash(message: Any) -> str:
         True
     """
     if isinstance(message, Mapping) and isinstance(message.get("content"), str):
-        message = {**message, "content": [{"type": "text", "text": message["content"]}]}
+        message = {**message, "content": content_blocks(message["content"])}
     text = canonical_json(strip_cache_control(message))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

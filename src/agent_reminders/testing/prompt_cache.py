@@ -10,7 +10,6 @@ into its ``/messages`` responses, so the real SDKs and CLIs read them.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -18,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._core.errors import ConfigError, ModelError
+from ..audit.readers import canonical_json
+from ..integrations._wire import content_blocks
 from ..integrations.anthropic import LOOKBACK_BLOCKS, strip_cache_control
 
 __all__ = ["DIAGNOSIS_BETA", "AnthropicPromptCache", "Clock", "FakeClock"]
@@ -114,9 +115,7 @@ class _Fingerprint:
 
 
 def _canonical(value: Any) -> bytes:
-    return json.dumps(
-        strip_cache_control(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8")
+    return canonical_json(strip_cache_control(value)).encode("utf-8")
 
 
 def _markers(value: Any, where: str) -> list[tuple[Any, str]]:
@@ -138,7 +137,7 @@ def _as_blocks(content: Any) -> list[Any]:
     # a string is one text block, as the API reads it: "hi" and [{"type":"text","text":"hi"}]
     # are the same prompt
     if isinstance(content, str):
-        return [{"type": "text", "text": content}]
+        return content_blocks(content)
     return list(content) if isinstance(content, list) else []
 
 
