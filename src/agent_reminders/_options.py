@@ -17,6 +17,7 @@ from ._core.errors import ReminderOptionError
 
 __all__ = [
     "DEFAULT_MAX_ITERATION_BYTES",
+    "DirectiveBudget",
     "MIN_ITERATION_BYTES",
     "ReminderOptions",
     "Workspace",
@@ -27,7 +28,77 @@ __all__ = [
 
 DEFAULT_MAX_ITERATION_BYTES = 16384
 MIN_ITERATION_BYTES = 256
-_OPTION_KEYS = frozenset({"enabled", "providers", "config", "max_iteration_bytes"})
+_OPTION_KEYS = frozenset(
+    {"enabled", "providers", "config", "max_iteration_bytes", "restraint", "directive_budget"}
+)
+_BUDGET_KEYS = ("share", "turns", "tokens", "min_tokens", "context_window")
+
+
+def _positive(value: object, where: str, *, none: bool = True) -> None:
+    if (value is None and none) or (type(value) is int and value > 0):
+        return
+    raise ReminderOptionError(f"{where} must be an int > 0; got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class DirectiveBudget:
+    """How much of the prompt a session's directives may take (docs/restraint.md, "The directive
+    budget"): over any ``turns`` consecutive turns, at most ``tokens`` — else ``share`` of the
+    context window (``context_window``, else the one the last ``on_budget_threshold``
+    reported, else ``reminders.config.token_pressure.context_window``), and never less than
+    ``min_tokens``, so a small window does not starve the session. No window known and no
+    ``tokens``: no limit.
+
+    Example:
+        >>> budget = DirectiveBudget()
+        >>> budget.limit(200_000), budget.limit(8_000), DirectiveBudget(tokens=500).limit(None)
+        (10000, 4096, 500)
+    """
+
+    share: float = 0.05
+    turns: int = 10
+    tokens: int | None = None
+    min_tokens: int = 4096
+    context_window: int | None = None
+
+    def __post_init__(self) -> None:
+        share = self.share
+        if type(share) not in (int, float) or not 0 < share <= 1:
+            raise ReminderOptionError(
+                f"reminders.directive_budget.share must be a number in (0, 1]; got {share!r}"
+            )
+        _positive(self.turns, "reminders.directive_budget.turns", none=False)
+        _positive(self.tokens, "reminders.directive_budget.tokens")
+        _positive(self.min_tokens, "reminders.directive_budget.min_tokens", none=False)
+        _positive(self.context_window, "reminders.directive_budget.context_window")
+
+    def limit(self, context_window: int | None) -> int | None:
+        """The most directive tokens over :attr:`turns` turns, given the window the session
+        knows (``None``: no limit)."""
+        if self.tokens is not None:
+            return self.tokens
+        window = self.context_window or context_window
+        return None if window is None else max(self.min_tokens, int(window * self.share))
+
+
+def _budget(value: object, restraint: bool) -> DirectiveBudget | None:
+    if isinstance(value, DirectiveBudget) or value is None:
+        return value
+    if value is True:
+        return DirectiveBudget() if restraint else None
+    if value is False:
+        return None
+    if not isinstance(value, Mapping):
+        raise ReminderOptionError(
+            f"reminders.directive_budget must be a mapping, true or false; got {value!r}"
+        )
+    unknown = sorted(str(k) for k in value if k not in _BUDGET_KEYS)
+    if unknown:
+        raise ReminderOptionError(
+            f"unknown reminders.directive_budget key(s) {', '.join(unknown)}; it takes "
+            f"{', '.join(_BUDGET_KEYS)}"
+        )
+    return DirectiveBudget(**{k: value[k] for k in _BUDGET_KEYS if k in value})
 
 
 class WorkspaceRoot(TypedDict):
@@ -54,12 +125,19 @@ class ReminderOptions:
         config: Per-provider configuration, ``{provider_id: {...}}``.
         max_iteration_bytes: Byte budget for reminder bodies within one ``fire``
             (values below 256 are raised to 256).
+        restraint: The restraint defaults (docs/restraint.md): the canonical
+            providers' cadences, ``grounded_review``'s resolution and the default directive
+            budget. ``False`` turns them all off (a cadence set explicitly still holds).
+        directive_budget: A :class:`DirectiveBudget`, its mapping, ``True`` (the default
+            budget under ``restraint``) or ``False``/``None`` (none).
     """
 
     enabled: bool = True
     providers: tuple[str, ...] = ()
     config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     max_iteration_bytes: int = DEFAULT_MAX_ITERATION_BYTES
+    restraint: bool = True
+    directive_budget: DirectiveBudget | Mapping[str, Any] | bool | None = True
 
     def __post_init__(self) -> None:
         if type(self.enabled) is not bool:
@@ -86,6 +164,15 @@ class ReminderOptions:
                 f"reminders.max_iteration_bytes must be an int; got {budget!r}"
             )
         object.__setattr__(self, "max_iteration_bytes", max(budget, MIN_ITERATION_BYTES))
+        if type(self.restraint) is not bool:
+            raise ReminderOptionError(f"reminders.restraint must be a bool; got {self.restraint!r}")
+        object.__setattr__(self, "directive_budget", _budget(self.directive_budget, self.restraint))
+
+    @property
+    def budget(self) -> DirectiveBudget | None:
+        """:attr:`directive_budget` as it was resolved (``None``: no budget)."""
+        value = self.directive_budget
+        return value if isinstance(value, DirectiveBudget) else None
 
 
 def coerce_reminder_options(value: object) -> ReminderOptions:

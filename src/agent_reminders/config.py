@@ -10,6 +10,7 @@ from ._core.errors import ConfigError
 from ._options import (
     DEFAULT_MAX_ITERATION_BYTES,
     MIN_ITERATION_BYTES,
+    DirectiveBudget,
     ReminderOptions,
     Workspace,
     WorkspaceRoot,
@@ -20,6 +21,7 @@ from .providers.registry import reminder_config_problems
 
 __all__ = [
     "DEFAULT_MAX_ITERATION_BYTES",
+    "DirectiveBudget",
     "MIN_ITERATION_BYTES",
     "ReminderOptions",
     "Workspace",
@@ -30,7 +32,7 @@ __all__ = [
 ]
 
 # the public path, in tracebacks and the docs (the package root claims ReminderOptions)
-Workspace.__module__ = WorkspaceRoot.__module__ = __name__
+Workspace.__module__ = WorkspaceRoot.__module__ = DirectiveBudget.__module__ = __name__
 
 
 def parse_reminder_config(value: object) -> ReminderOptions:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._budget import keep_to_budget
 from ._core.cadence import Cadence, admit
 from ._core.channels import Channel, ChannelSetting, check_channel, placement
 from ._core.commit import commit_directives
@@ -34,6 +35,7 @@ from ._core.lifecycle import (
     insert_checked,
     post_turn,
     reminder_from_options,
+    resolve_reminders,
     seed_inherited,
 )
 from ._core.messages import validate_message
@@ -46,7 +48,7 @@ from .config import ReminderOptions, Workspace, parse_reminder_config, parse_wor
 from .generators import Emission, GeneratorClock, GeneratorRegistry
 from .providers.base import FireResult, ProviderContext, ProviderSpec, normalize_event
 from .providers.fire import FirePolicy, is_blocking
-from .providers.registry import ProviderRegistry
+from .providers.registry import ProviderRegistry, Resolution
 from .queue import InjectionQueue, QueueItem
 from .state import SessionState
 from .toolset import ToolSet
@@ -283,9 +285,12 @@ class Session:
             for item in held:
                 self.append(item)
 
-    def _insert(self, reminder: Reminder, *, lint: bool = False) -> Injected:
+    def _insert(
+        self, reminder: Reminder, *, lint: bool = False, key: str | None = None
+    ) -> Injected:
         # every producer's reminder comes through here: the one place its cadence is kept
-        self._cadence, refused = admit(self._cadence, reminder, self.event_log, self._transcript.id)
+        log, transcript = self.event_log, self._transcript
+        self._cadence, refused = admit(self._cadence, reminder, log, transcript, key)
         if refused is not None:
             return Injected(self._transcript, reminder.id, 0, dropped=refused)
         done = insert_checked(self._transcript, reminder, self.event_log, lint=lint)
@@ -369,19 +374,12 @@ class Session:
                 tool_changes=channel == "system" and self.capabilities.tool_changes
             )
             specs, blocks = plan.specs, plan.blocks
-            if plan.added or plan.removed:
-                self.event_log.keep(
-                    Kind.TOOLS_CHANGED,
-                    "transcript.tools",
-                    {
-                        "turn_number": turn,
-                        "added": list(plan.added),
-                        "removed": list(plan.removed),
-                        "in_envelope": bool(blocks),
-                    },
-                )
+            plan.record(self.event_log, turn)
         else:
             specs = tuple(dict(t) for t in tools)
+        self._transcript, self._cadence = keep_to_budget(
+            self._transcript, self._cadence, self.reminder_options, turn, self.event_log
+        )
         committed = commit_directives(
             self._transcript,
             turn=turn,
@@ -491,6 +489,8 @@ class Session:
             raise TypeError(f"payload must be a mapping, not {type(payload).__name__}")
         data: Mapping[str, Any] = payload or {}
         options = self.reminder_options
+        if name == "on_budget_threshold":
+            self._cadence = self._cadence.seen(data)
         return self._policy.fire(
             name,
             data,
@@ -498,6 +498,7 @@ class Session:
             context=self._context(name, data),
             transcript=self._current_transcript,
             inject=self._inject_provided,
+            resolve=self._resolve,
             budget=options.max_iteration_bytes,
             event_log=self.event_log,
             session_id=self.id,
@@ -506,35 +507,32 @@ class Session:
     def _current_transcript(self) -> Transcript:
         return self._transcript
 
-    def _inject_provided(self, parsed: ParsedOptions, body: str) -> Injected:
+    def _inject_provided(self, parsed: ParsedOptions, body: str, key: str | None) -> Injected:
         """Apply one decision of the firing policy: a provider's reminder, with ``body``."""
-        return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body))
+        return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body), key=key)
+
+    def _resolve(self, resolution: Resolution) -> Injected | None:
+        """Apply a provider's resolution: withdraw its key's reminders, let the key start
+        afresh, and close what the model was told of with the one-line note."""
+        self._transcript, told = resolve_reminders(
+            self._transcript, resolution.key, event_log=self.event_log
+        )
+        self._cadence = self._cadence.resolve(resolution.key, self.turn)
+        if told is None or resolution.body is None:
+            return None
+        note = parse_reminder_options(resolution.note(told))
+        return self._insert(self._from_parsed(note, Source.STDLIB_PROVIDER))
 
     def _context(
         self, name: str, data: Mapping[str, Any]
     ) -> Callable[[ProviderSpec], ProviderContext]:
         """The context each provider is evaluated with for event ``name`` and ``data``."""
-        options = self.reminder_options
-        unconfigured: list[ProviderContext] = []  # one context serves every such provider
-
-        def context(spec: ProviderSpec) -> ProviderContext:
-            config = options.config.get(spec.id)
-            if config is None and unconfigured:
-                return unconfigured[0]
-            made = ProviderContext(
-                event=name,
-                session_id=self.id,
-                payload=data,
-                options=options,
-                config=config,
-                turn=self.turn,
-                workspace=self.workspace,
-            )
-            if config is None:
-                unconfigured.append(made)
-            return made
-
-        return context
+        options, turn, transcript = self.reminder_options, self.turn, self._transcript
+        full = self._policy.full_bodies
+        base = ProviderContext(
+            name, self.id, data, options, None, turn, self.workspace, transcript, full
+        )
+        return base.for_provider
 
     def fires_blocking(self, event: str, payload: Mapping[str, Any] | None = None) -> bool:
         """Whether an enabled provider subscribed to ``event`` is marked ``blocking``.

@@ -178,11 +178,7 @@ class SessionState:
             },
             "held_messages": [copy_json(m) for m in self.held_messages],
             "open_tool_calls": sorted(self.open_tool_calls),
-            "providers": {
-                "full_bodies": {
-                    k: self.providers.full_bodies[k] for k in sorted(self.providers.full_bodies)
-                }
-            },
+            "providers": _providers_document(self.providers),
             "queue": None,
             "session_id": self.session_id,
             "started": self.started,
@@ -194,7 +190,7 @@ class SessionState:
             doc["channel"] = self.channel
         if self.nonce is not None:
             doc["nonce"] = self.nonce
-        if self.cadence.fires:
+        if not self.cadence.is_empty:
             doc["cadence"] = self.cadence.to_document()
         if self.declared_tools is not None or self.announced_tools is not None:
             doc["tools"] = {
@@ -434,22 +430,52 @@ def _generators(value: object) -> GeneratorState:
 
 
 def _cadence(value: object) -> Cadence:
-    if not isinstance(value, dict):
-        raise StateError("cadence must be an object")
+    optional = frozenset({"keys", "spent", "context_window", "resolved"})
+    doc = _object(value, "cadence", frozenset(), optional)
+    keys = doc.get("keys", {})
+    if not isinstance(keys, dict):
+        raise StateError("cadence.keys must be an object")
     fires: dict[str, tuple[int, int]] = {}
-    for key, pair in value.items():
-        where = f"cadence[{key!r}]"
+    for key, pair in keys.items():
+        where = f"cadence.keys[{key!r}]"
         if not (isinstance(pair, list) and len(pair) == 2):
             raise StateError(f"{where} must be [times fired, last turn]")
         fires[key] = (_int(pair[0], f"{where}[0]"), _int(pair[1], f"{where}[1]"))
-    return Cadence(fires)
+    spent = doc.get("spent", [])
+    if not isinstance(spent, list) or not all(isinstance(e, list) and len(e) == 2 for e in spent):
+        raise StateError("cadence.spent must be a list of [turn, tokens]")
+    window = doc.get("context_window")
+    resolved = doc.get("resolved", [0, []])
+    if not (isinstance(resolved, list) and len(resolved) == 2 and isinstance(resolved[1], list)):
+        raise StateError("cadence.resolved must be [turn, [dedupe keys]]")
+    return Cadence(
+        fires,
+        tuple((_int(t, "cadence.spent turn"), _int(n, "cadence.spent tokens")) for t, n in spent),
+        None if window is None else _int(window, "cadence.context_window"),
+        frozenset(_str(k, "cadence.resolved key") for k in resolved[1]),
+        _int(resolved[0], "cadence.resolved turn"),
+    )
 
 
 def _providers(value: object) -> ProviderState:
-    doc = _object(value, "providers", frozenset({"full_bodies"}))
-    bodies = doc["full_bodies"]
-    if not isinstance(bodies, dict):
-        raise StateError("providers.full_bodies must be an object")
+    doc = _object(value, "providers", frozenset({"full_bodies"}), frozenset({"fired_turns"}))
+    bodies, turns = doc["full_bodies"], doc.get("fired_turns", {})
+    if not isinstance(bodies, dict) or not isinstance(turns, dict):
+        raise StateError("providers.full_bodies and providers.fired_turns must be objects")
     for key, body in bodies.items():
         _str(body, f"providers.full_bodies[{key!r}]")
-    return ProviderState(full_bodies=dict(bodies))
+    return ProviderState(
+        full_bodies=dict(bodies),
+        fired_turns={k: _int(t, f"providers.fired_turns[{k!r}]") for k, t in turns.items()},
+    )
+
+
+def _providers_document(state: ProviderState) -> dict[str, Any]:
+    """The ``providers`` part of a saved state (``fired_turns`` only when there is one, so a
+    session without intervals saves the bytes it always did)."""
+    doc: dict[str, Any] = {
+        "full_bodies": {k: state.full_bodies[k] for k in sorted(state.full_bodies)}
+    }
+    if state.fired_turns:
+        doc["fired_turns"] = {k: state.fired_turns[k] for k in sorted(state.fired_turns)}
+    return doc

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._core.events import EventLog, Kind
 from ._core.request import Tool
 
 __all__ = ["ToolPlan", "ToolSet", "tool_change_text"]
@@ -45,6 +46,13 @@ class ToolPlan:
     blocks: tuple[dict[str, Any], ...] = ()
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
+
+    def record(self, log: EventLog, turn: int) -> None:
+        """A ``tools_changed`` event on ``log`` when this plan adds or removes a tool."""
+        if self.added or self.removed:
+            payload = {"turn_number": turn, "added": list(self.added)}
+            payload["removed"], payload["in_envelope"] = list(self.removed), bool(self.blocks)
+            log.keep(Kind.TOOLS_CHANGED, "transcript.tools", payload)
 
 
 def tool_change_text(block: Mapping[str, Any]) -> str:

@@ -431,10 +431,12 @@ async def test_the_streamed_path_with_the_sdks_scripted_model() -> None:
     assert streamed.final_output == "Fixed."
     inputs = [c.input for c in model.calls]
     assert all(c.streamed for c in model.calls)
-    assert [len(i) for i in inputs] == [1, 4, 6]
+    # the review, then — the same command passing — the one line that ends it
+    assert [len(i) for i in inputs] == [1, 4, 7]
     assert inputs[2][:4] == inputs[1]
     assert sum("Grounded review:" in t for t in user_texts(inputs[2])) == 1
-    assert reminders.remembered() == [(3, inputs[1][3])]
+    assert sum("Resolved: `pytest -q` now passes" in t for t in user_texts(inputs[2])) == 1
+    assert reminders.remembered() == [(3, inputs[1][3]), (6, inputs[2][6])]
 
 
 @pytest.mark.anyio

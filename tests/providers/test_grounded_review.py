@@ -222,7 +222,9 @@ def run(payload: Any, *, event: str = "post_tool_use", config: Any = None) -> di
     ctx = ProviderContext(
         event=event, session_id="s", payload=payload, options=ReminderOptions(), config=config
     )
-    return evaluate(ctx)
+    result = evaluate(ctx)  # no transcript: nothing pending to resolve, so one mapping or None
+    assert result is None or isinstance(result, dict)
+    return result
 
 
 def fire(payload: Any, *, event: str = "post_tool_use", config: Any = None) -> dict[str, Any]:

@@ -283,7 +283,8 @@ def test_the_policy_skips_providers_of_other_events() -> None:
             event="post_step", session_id=s.id, payload={}, options=s.reminder_options, config=None
         ),
         transcript=lambda: s.transcript,
-        inject=lambda parsed, body: ran.append(body),  # type: ignore[arg-type, return-value]
+        inject=lambda parsed, body, key: ran.append(body),  # type: ignore[arg-type, return-value]
+        resolve=lambda resolution: None,
         budget=4096,
         event_log=s.event_log,
         session_id=s.id,

@@ -33,7 +33,7 @@ from .messages import copy_json
 from .records import Message, Reminder, check_turn
 from .transcript import Transcript, check_transcript
 
-__all__ = ["Committed", "commit_directives"]
+__all__ = ["Committed", "commit_directives", "fresh_directives"]
 
 
 @fast_init
@@ -90,17 +90,7 @@ def commit_directives(
     blocks = [copy_json(b) for b in extra_blocks]
     if blocks and role != "system":
         raise ReminderOptionError("extra_blocks go on the system channel only")
-    # Only an entry whose id is in no message can be new; none such: skip the projection.
-    uncommitted = transcript.uncommitted_ids
-    fresh = (
-        [
-            current
-            for e in project_wanted(transcript.pending, uncommitted)
-            if not transcript.is_committed(current := transcript.current(e))
-        ]
-        if uncommitted
-        else []
-    )
+    fresh = fresh_directives(transcript)
     if not fresh:
         if not blocks:
             return Committed(transcript=transcript, message=None, fired=())
@@ -130,6 +120,20 @@ def commit_directives(
         message={"role": role, "content": content, "directive_ids": list(ids)},
         fired=tuple(ids),
     )
+
+
+def fresh_directives(transcript: Transcript) -> list[Reminder]:
+    """The directives the next envelope would carry: the projection of the pending reminders,
+    less those a message already holds (in envelope order)."""
+    # Only an entry whose id is in no message can be new; none such: skip the projection.
+    uncommitted = transcript.uncommitted_ids
+    if not uncommitted:
+        return []
+    return [
+        current
+        for e in project_wanted(transcript.pending, uncommitted)
+        if not transcript.is_committed(current := transcript.current(e))
+    ]
 
 
 def _instructions_in_view(transcript: Transcript, clear_at: bool) -> bool:

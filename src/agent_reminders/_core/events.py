@@ -28,6 +28,8 @@ class Kind:
     DROPPED = "transcript.reminder.dropped"
     INHERITED = "transcript.reminder.inherited"
     PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
+    # contract directives the directive budget could not hold back took a turn over it
+    OVER_BUDGET = "transcript.reminder.over_budget"
     # the wording lint flagged the body of a reminder injected from producer options (advisory:
     # the reminder is queued all the same)
     LINTED = "transcript.reminder.linted"

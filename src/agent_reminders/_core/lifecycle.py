@@ -50,6 +50,7 @@ __all__ = [
     "insert_reminder",
     "post_turn",
     "reminder_from_options",
+    "resolve_reminders",
     "seed_inherited",
 ]
 
@@ -282,16 +283,42 @@ def clear_reminders(
             and (sel.dedupe_key is None or r.dedupe_key == sel.dedupe_key)
         )
 
+    result, removed = _remove(transcript, matches, "cleared", log)
+    return Cleared(transcript=result, removed_count=len(removed))
+
+
+def _remove(
+    transcript: Transcript,
+    matches: Callable[[Reminder], bool],
+    reason: str,
+    log: EventLog | None,
+    boundary: str = "clear",
+) -> tuple[Transcript, list[Reminder]]:
+    """``transcript`` without the pending reminders ``matches`` picks, and those; one
+    ``expired`` event (with ``reason``) per removed reminder."""
     removed = [transcript.current(e) for e in transcript.pending if matches(e.reminder)]
     if not removed:
-        return Cleared(transcript=transcript, removed_count=0)
+        return transcript, []
     result = transcript.with_pending(
         (e for e in transcript.pending if not matches(e.reminder)), kept_only=True
     )
     if log is not None:
         for r in removed:
-            _expired(log, result, r, "cleared", turn=None, boundary="clear")
-    return Cleared(transcript=result, removed_count=len(removed))
+            _expired(log, result, r, reason, turn=None, boundary=boundary)
+    return result, removed
+
+
+def resolve_reminders(
+    transcript: Transcript, key: str, *, event_log: EventLog | None = None
+) -> tuple[Transcript, Reminder | None]:
+    """Withdraw the pending reminders with dedupe key ``key``, whose matter is over (one
+    ``expired`` event each, ``reason: "resolved"``); also return the one the model was told
+    of — sent in a request and still live — if any, which a one-line note may then close."""
+    result, removed = _remove(
+        transcript, lambda r: r.dedupe_key == key, "resolved", check_log(event_log), "resolve"
+    )
+    told = [r for r in removed if transcript.is_committed(r)]
+    return result, told[-1] if told else None
 
 
 def post_turn(transcript: Transcript, turn: int, *, event_log: EventLog | None = None) -> PostTurn:

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._core.cadence import CADENCE_FIELDS
-from .._core.errors import ConfigError, ReminderError
-from .._core.fields import Authority, coerce_enum, parse_reminder_options
+from .._core.cadence import check_cadence
+from .._core.errors import ConfigError
+from .._core.fields import Authority, coerce_enum
 from .errors import SCOPE_DENIED, RpcError
 
 __all__ = ["Scope", "find_token", "parse_tokens"]
@@ -108,18 +108,11 @@ def parse_tokens(entries: object, where: str) -> tuple[Scope, ...]:
 
 def _cadence(value: object, at: str) -> dict[str, int]:
     """A token's default cadence: a table of cadence fields, checked by the field table."""
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{at} must be a table (cooldown_turns = 3, ...)")
-    unknown = sorted(set(value) - set(CADENCE_FIELDS))
-    if unknown:
-        raise ConfigError(
-            f"{at}: unknown key(s) {', '.join(unknown)}; it takes {', '.join(CADENCE_FIELDS)}"
-        )
     try:
-        parsed = parse_reminder_options({"body": "-", **value})
-    except ReminderError as exc:
-        raise ConfigError(f"{at}: {exc.message}") from None
-    return {name: getattr(parsed, name) for name in CADENCE_FIELDS if name in value}
+        checked = check_cadence(value, at)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return {name: setting for name, setting in checked.items() if setting is not None}
 
 
 def _raw(text: str) -> bytes | None:

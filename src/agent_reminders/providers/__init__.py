@@ -12,14 +12,26 @@ TYPE_CHECKING = False  # what type checkers take as typing.TYPE_CHECKING, withou
 if TYPE_CHECKING:
     from .base import EVENTS, FireResult, ProviderContext, ProviderSpec, normalize_event
     from .fire import FirePolicy, ProviderState
-    from .registry import CANONICAL_PROVIDERS, ProviderRegistry, lint_agent_options
+    from .registry import (
+        CANONICAL_PROVIDERS,
+        OPTIONAL_PROVIDERS,
+        ProviderRegistry,
+        Resolution,
+        lint_agent_options,
+    )
 else:
     __getattr__, __dir__ = exports(
         __name__,
         {
             ".base": ("EVENTS", "FireResult", "ProviderContext", "ProviderSpec", "normalize_event"),
             ".fire": ("FirePolicy", "ProviderState"),
-            ".registry": ("CANONICAL_PROVIDERS", "ProviderRegistry", "lint_agent_options"),
+            ".registry": (
+                "CANONICAL_PROVIDERS",
+                "OPTIONAL_PROVIDERS",
+                "ProviderRegistry",
+                "Resolution",
+                "lint_agent_options",
+            ),
         },
     )
 
@@ -28,12 +40,14 @@ __all__ = [
     "EVENTS",
     "FirePolicy",
     "FireResult",
+    "OPTIONAL_PROVIDERS",
     "OPTION_KEYS",
     "ParsedOptions",
     "ProviderContext",
     "ProviderRegistry",
     "ProviderSpec",
     "ProviderState",
+    "Resolution",
     "lint_agent_options",
     "normalize_event",
     "parse_reminder_options",

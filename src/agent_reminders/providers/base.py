@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .._core.fields import OPTION_KEYS, check_unknown, option_defaults
+from .._core.cadence import check_cadence
+from .._core.fields import OPTION_KEYS, ParsedOptions, check_unknown, option_defaults
 from .._core.frozen import fast_init
 
 if TYPE_CHECKING:
+    from .._core.records import Reminder
+    from .._core.transcript import Transcript
     from .._options import ReminderOptions, Workspace
 
 __all__ = [
@@ -23,6 +26,8 @@ __all__ = [
     "ProviderSpec",
     "canonical_reminder",
     "command_of",
+    "COMMON_CONFIG",
+    "common_config_problems",
     "config_problems",
     "mapping_or_empty",
     "normalize_event",
@@ -143,6 +148,10 @@ class ProviderContext:
         config: ``options.config[provider_id]`` or ``None``.
         turn: The number of the next request (``session.turn``).
         workspace: The session's workspace anchor, if any.
+        transcript: The session's transcript when the event fired (read-only: it is
+            immutable), or ``None``.
+        full_bodies: The body each dedupe key last carried in full (what the firing policy
+            remembers for short repeats; read-only).
     """
 
     event: str
@@ -152,6 +161,19 @@ class ProviderContext:
     config: Mapping[str, Any] | None
     turn: int = 0
     workspace: Workspace | None = None
+    transcript: Transcript | None = None
+    full_bodies: Mapping[str, str] = field(default_factory=dict)
+
+    def for_provider(self, spec: ProviderSpec) -> ProviderContext:
+        """This context for ``spec``: with its ``config`` (this very context when it has none,
+        so unconfigured providers share one)."""
+        config = self.options.config.get(spec.id)
+        return self if config is None else replace(self, config=config)
+
+    @property
+    def pending(self) -> tuple[Reminder, ...]:
+        """The session's pending reminders (what a provider may resolve), oldest first."""
+        return () if self.transcript is None else self.transcript.reminders
 
 
 Evaluate = Callable[[ProviderContext], ProviderResult]
@@ -181,6 +203,12 @@ class ProviderSpec:
             ``on_budget_threshold`` reads the store only above its refresh ratio); when it
             says no, the loop evaluates it inline and skips the worker thread. ``None``: every
             evaluation may block. It must be cheap and do no I/O.
+        interval: After a turn it fired at, the provider is not asked again for this many
+            turns (``reminders.config[id]["interval"]`` overrides it).
+        cadence: Per event, the cadence its reminders take under ``restraint`` where they set
+            none (docs/restraint.md); ``reminders.config[id]["cadence"]`` overrides it.
+        cadence_key: What counts as the same reminder for the cadence, from a result (default:
+            its dedupe key, else its body): ``token_pressure`` paces each level apart.
     """
 
     id: str
@@ -191,6 +219,9 @@ class ProviderSpec:
     description: str = field(default="", compare=False)
     config_schema: ConfigSchema = field(default_factory=dict, compare=False)
     blocks_when: Callable[[ProviderContext], bool] | None = field(default=None, compare=False)
+    interval: int | None = None
+    cadence: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
+    cadence_key: Callable[[ParsedOptions], str] | None = field(default=None, compare=False)
 
 
 def _type_names(types: tuple[type, ...]) -> str:
@@ -215,12 +246,14 @@ def config_problems(spec: ProviderSpec, config: Mapping[str, Any] | None) -> lis
         return []
     schema = spec.config_schema
     where = f"reminders.config.{spec.id}"
-    known = ", ".join(sorted(schema)) or f"none ({spec.id} takes no config)"
+    known = ", ".join(sorted(schema)) or f"none ({spec.id} takes no config of its own)"
+    known += f"; every provider also takes {', '.join(COMMON_CONFIG)}"
     problems = [
         f"unknown key {key!r} in {where}; known keys: {known}"
         for key in config
-        if key not in schema
+        if key not in schema and key not in COMMON_CONFIG
     ]
+    problems += common_config_problems(config, where)
     for key, types in schema.items():
         value = config.get(key)
         if value is None:
@@ -236,6 +269,30 @@ def config_problems(spec: ProviderSpec, config: Mapping[str, Any] | None) -> lis
                 f"{where}.{key} must be {_type_names(types)}; got {value!r} "
                 f"({type(value).__name__})"
             )
+    return problems
+
+
+COMMON_CONFIG = ("cadence", "interval")
+"""The config keys every provider takes (docs/restraint.md)."""
+
+
+def common_config_problems(config: Mapping[str, Any], where: str) -> list[str]:
+    """What is wrong with ``config``'s ``cadence`` and ``interval``, one message each.
+
+    Example:
+        >>> common_config_problems({"interval": 0, "cadence": {"every": 2}}, "c")
+        ["c.cadence: unknown key(s) every; it takes first_after, cooldown_turns, max_fires", \
+'c.interval must be an int > 0; got 0']
+    """
+    problems = []
+    if config.get("cadence") is not None:
+        try:
+            check_cadence(config["cadence"], f"{where}.cadence")
+        except ValueError as exc:
+            problems.append(str(exc))
+    interval = config.get("interval")
+    if interval is not None and not (type(interval) is int and interval > 0):
+        problems.append(f"{where}.interval must be an int > 0; got {interval!r}")
     return problems
 
 

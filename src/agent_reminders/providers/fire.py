@@ -12,10 +12,11 @@ dedupe key last carried in full) is its :class:`ProviderState`, part of ``Sessio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from .._core.cadence import CADENCE_FIELDS
 from .._core.errors import ProviderSkippedError
 from .._core.events import EventLog, Kind
 from .._core.fields import ParsedOptions
@@ -24,7 +25,7 @@ from .._core.lifecycle import Injected
 from .._core.records import Authority, Propagate, Reminder, RoleHint
 from .._core.transcript import Transcript
 from .base import FireResult, ProviderContext, ProviderSpec
-from .registry import normalize_results
+from .registry import Resolution, normalize_results
 
 __all__ = [
     "FirePolicy",
@@ -68,17 +69,22 @@ class ProviderState:
     Attributes:
         full_bodies: For each dedupe key, the body last injected in full — a later identical
             result may then be sent as a short repeat.
+        fired_turns: For each provider with an ``interval``, the turn it last fired at.
     """
 
     full_bodies: Mapping[str, str] = field(default_factory=dict)
+    fired_turns: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "full_bodies", MappingProxyType(dict(self.full_bodies)))
+        object.__setattr__(self, "fired_turns", MappingProxyType(dict(self.fired_turns)))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProviderState):
             return NotImplemented
-        return dict(self.full_bodies) == dict(other.full_bodies)
+        return dict(self.full_bodies) == dict(other.full_bodies) and dict(self.fired_turns) == dict(
+            other.fired_turns
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -105,10 +111,22 @@ class FirePolicy:
 
     def __init__(self, state: ProviderState | None = None) -> None:
         self._full_bodies: dict[str, str] = dict(state.full_bodies) if state else {}
+        self._fired_turns: dict[str, int] = dict(state.fired_turns) if state else {}
+
+    @property
+    def full_bodies(self) -> Mapping[str, str]:
+        """A read-only view of the body each dedupe key last carried in full."""
+        return MappingProxyType(self._full_bodies)
 
     def state(self) -> ProviderState:
         """A snapshot of what the policy remembers."""
-        return ProviderState(full_bodies=self._full_bodies)
+        return ProviderState(full_bodies=self._full_bodies, fired_turns=self._fired_turns)
+
+    def _resting(self, spec: ProviderSpec, ctx: ProviderContext) -> bool:
+        """Whether ``spec``'s ``interval`` keeps it from being asked at ``ctx.turn``."""
+        interval = _interval(spec, ctx)
+        last = self._fired_turns.get(spec.id)
+        return interval is not None and last is not None and ctx.turn < last + interval
 
     def fire(
         self,
@@ -118,16 +136,19 @@ class FirePolicy:
         providers: Sequence[ProviderSpec],
         context: Callable[[ProviderSpec], ProviderContext],
         transcript: Callable[[], Transcript],
-        inject: Callable[[ParsedOptions, str], Injected],
+        inject: Callable[[ParsedOptions, str, str | None], Injected],
+        resolve: Callable[[Resolution], Injected | None],
         budget: int,
         event_log: EventLog,
         session_id: str,
     ) -> FireResult:
         """Evaluate ``providers`` subscribed to ``event`` in order and inject what they return.
 
-        ``inject(options, body)`` applies one decision (it is called after the provider's
-        ``provider_evaluated`` event, so later providers see earlier ones' reminders).
-        A provider raising :class:`ProviderSkippedError` is evented (``fired: false`` with
+        ``inject(options, body, cadence_key)`` applies one decision (it is called after the
+        provider's ``provider_evaluated`` event, so later providers see earlier ones'
+        reminders); ``resolve(resolution)`` applies a provider's resolution and returns the
+        note it queued, if any. A provider resting by its ``interval`` is not asked. A
+        provider raising :class:`ProviderSkippedError` is evented (``fired: false`` with
         ``error``) and skipped; any other exception is evented and propagates.
         """
         used = 0
@@ -136,8 +157,11 @@ class FirePolicy:
         for spec in providers:
             if event not in spec.subscribes_to:
                 continue
+            ctx = context(spec)
+            if self._fired_turns and self._resting(spec, ctx):
+                continue
             try:
-                result = spec.evaluate(context(spec))
+                result = spec.evaluate(ctx)
                 parsed = () if result is None else normalize_results(result, spec.id)
             except ProviderSkippedError as exc:
                 _evaluated(event_log, session_id, spec.id, event, 0, error=str(exc))
@@ -150,8 +174,13 @@ class FirePolicy:
                 _evaluated(event_log, session_id, spec.id, event, 0)
                 continue
             planned: list[_Plan] = []
+            resolutions: list[Resolution] = []
             current = transcript()
-            for item in parsed:
+            for entry in parsed:
+                if isinstance(entry, Resolution):
+                    resolutions.append(entry)
+                    continue
+                item = _paced(entry, spec, ctx)
                 # a durable reminder has no TTL: the stored one is current
                 existing = _unchanged_durable(item, (e.reminder for e in current.pending))
                 if existing is not None:
@@ -174,22 +203,23 @@ class FirePolicy:
                 used += size
                 planned.append(_Plan(options=item, body=body, size=size))
             _evaluated(event_log, session_id, spec.id, event, len(planned))
+            for resolution in resolutions:
+                note = resolve(resolution)
+                if note is not None and resolution.body is not None:
+                    size = len(resolution.body.encode())
+                    reports.append({**_report(spec.id, note, size), "resolved": resolution.key})
             for plan in planned:
-                done = inject(plan.options, plan.body)
+                key = spec.cadence_key(plan.options) if spec.cadence_key else None
+                done = inject(plan.options, plan.body, key)
                 if done.dropped is not None:  # the reminder's cadence refused it
                     used -= plan.size
                     skipped.append(
                         {"provider": spec.id, "reason": done.dropped, "body_bytes": plan.size}
                     )
                     continue
-                reports.append(
-                    {
-                        "provider": spec.id,
-                        "reminder_id": done.reminder_id,
-                        "deduped_count": done.deduped_count,
-                        "body_bytes": plan.size,
-                    }
-                )
+                if _interval(spec, ctx) is not None:
+                    self._fired_turns[spec.id] = ctx.turn
+                reports.append(_report(spec.id, done, plan.size))
         return FireResult(
             fired_count=len(reports),
             reports=reports,
@@ -224,6 +254,40 @@ class FirePolicy:
                 return short
         self._full_bodies[key] = parsed.body
         return parsed.body
+
+
+def _interval(spec: ProviderSpec, ctx: ProviderContext) -> int | None:
+    config = ctx.config
+    if config is not None and config.get("interval") is not None:
+        return int(config["interval"])
+    return spec.interval
+
+
+def _report(provider: str, done: Injected, size: int) -> dict[str, Any]:
+    return {
+        "provider": provider,
+        "reminder_id": done.reminder_id,
+        "deduped_count": done.deduped_count,
+        "body_bytes": size,
+    }
+
+
+def _paced(item: ParsedOptions, spec: ProviderSpec, ctx: ProviderContext) -> ParsedOptions:
+    """``item`` with its provider's cadence: ``reminders.config[id]["cadence"]`` field by
+    field (``None`` turns one off), else what the result set, else — under ``restraint`` —
+    the provider's own default for the event."""
+    defaults = spec.cadence.get(ctx.event, {}) if ctx.options.restraint else {}
+    config = ctx.config
+    override = (config.get("cadence") if config is not None else None) or {}
+    if not defaults and not override:
+        return item
+    values = {}
+    for name in CADENCE_FIELDS:
+        mine = getattr(item, name)
+        values[name] = override[name] if name in override else defaults.get(name, mine)
+        if name not in override and mine is not None:
+            values[name] = mine
+    return replace(item, **values)
 
 
 def _unchanged_durable(parsed: ParsedOptions, pending: Iterable[Reminder]) -> Reminder | None:

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from .base import (
     ConfigSchema,
     ProviderContext,
+    ProviderResult,
     ProviderSpec,
     canonical_reminder,
     command_of,
@@ -478,6 +479,34 @@ def _record_findings(record: Mapping[str, Any], event: str, warnings: bool) -> l
     return out
 
 
+def _passed(record: Mapping[str, Any]) -> str | None:
+    """The verification command ``record`` ran and that passed (no failure line, not
+    ``ok=False``), as its reminders name it; else ``None``."""
+    result, command = record.get("result"), _command_of(record)
+    if command is None or not isinstance(result, Mapping) or result.get("ok") is False:
+        return None
+    verifier, _ = _classify(_text(record.get("tool_name")), command)
+    if verifier is None or _failure_lines(_content_text(result.get("content")), (verifier,), True):
+        return None
+    return _oneline(command, _COMMAND_CHARS)
+
+
+def _resolutions(ctx: ProviderContext, records: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """For each verification command that now passes, the earlier findings it ends: each
+    pending review whose every finding came from that command is resolved, with a note."""
+    passed = {command for record in records if (command := _passed(record)) is not None}
+    out: list[Mapping[str, Any]] = []
+    for reminder in ctx.pending if passed else ():
+        if "grounded_review" not in reminder.tags or reminder.dedupe_key is None:
+            continue
+        findings = [line for line in reminder.body.splitlines() if line.startswith("- [")]
+        for command in passed:
+            if findings and all(line.endswith(f"; command: {command}") for line in findings):
+                note = f"Resolved: `{command}` now passes; the failures it reported are fixed."
+                out.append({"resolved": reminder.dedupe_key, "body": note})
+    return out
+
+
 def _max_findings(config: Mapping[str, Any]) -> int:
     value = config.get("max_findings")
     if type(value) is not int:  # bool, float, str...: fall back rather than guess
@@ -485,7 +514,11 @@ def _max_findings(config: Mapping[str, Any]) -> int:
     return min(max(value, _MIN_FINDINGS), _MAX_FINDINGS)
 
 
-def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
+def _mapping(value: object) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def evaluate(ctx: ProviderContext) -> ProviderResult:
     """Report concrete failure evidence carried by the event payload.
 
     Each entry of ``tool_calls`` (``post_step``) is examined like a ``post_tool_use`` payload,
@@ -497,8 +530,9 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
             clamped to 1-20) and ``include_warnings`` (default ``False``).
 
     Returns:
-        One reminder mapping listing the findings, or ``None`` when there is no concrete
-        failure evidence.
+        One reminder mapping listing the findings; without failure evidence, under
+        ``restraint``, a resolution of each earlier review whose command now passes (with a
+        one-line note); else ``None``.
     """
     payload = ctx.payload
     if type(payload) is not dict and not isinstance(payload, Mapping):
@@ -507,18 +541,16 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     warnings = config.get("include_warnings") is True
     event = ctx.event if isinstance(ctx.event, str) and ctx.event else "unknown"
 
-    findings: list[_Finding] = []
     calls = payload.get("tool_calls")
-    for call in calls if isinstance(calls, list | tuple) else ():
-        if type(call) is dict or isinstance(call, Mapping):
-            findings += _record_findings(call, event, warnings)
-    findings += _record_findings(payload, event, warnings)
+    records = [c for c in (calls if isinstance(calls, list | tuple) else ()) if _mapping(c)]
+    records.append(payload)
+    findings = [f for record in records for f in _record_findings(record, event, warnings)]
 
     unique: dict[str, _Finding] = {}  # same summary once, first occurrence wins
     for finding in findings:
         unique.setdefault(finding.summary, finding)
     if not unique:
-        return None
+        return (_resolutions(ctx, records) or None) if ctx.options.restraint else None
     limit = _max_findings(config)
     lines = [
         "Grounded review: concrete failure signals observed in this run (not guesses). "

@@ -149,6 +149,7 @@ PROVIDER = ProviderSpec(
     subscribes_to=("session_start", "on_budget_threshold"),
     evaluate=evaluate,
     canonical=True,
+    cadence={"on_budget_threshold": {"cooldown_turns": 10}},  # its refreshes, paced
     config_schema=CONFIG,
     blocking=True,
     blocks_when=reads_store,

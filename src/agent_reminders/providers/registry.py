@@ -15,8 +15,10 @@ from .._core.errors import (
     ReminderError,
 )
 from .._core.fields import OPTION_KEYS, ParsedOptions, check_unknown, parse_reminder_options
+from .._core.records import Reminder
 from .._options import ReminderOptions, coerce_reminder_options
 from . import (
+    goal_anchor,
     grounded_review,
     idle_nudge,
     post_compact_recap,
@@ -26,11 +28,19 @@ from . import (
     tool_output_truncated,
     workspace_anchor,
 )
-from .base import Evaluate, ProviderSpec, config_problems, normalize_event
+from .base import (
+    Evaluate,
+    ProviderSpec,
+    common_config_problems,
+    config_problems,
+    normalize_event,
+)
 
 __all__ = [
     "CANONICAL_PROVIDERS",
+    "OPTIONAL_PROVIDERS",
     "ProviderRegistry",
+    "Resolution",
     "enabled_provider_ids",
     "lint_agent_options",
     "normalize_results",
@@ -48,7 +58,12 @@ CANONICAL_PROVIDERS: tuple[ProviderSpec, ...] = (
     workspace_anchor.PROVIDER,
     grounded_review.PROVIDER,
 )
+# Built in as well, but off until named in reminders.providers; evaluated after the canonical
+# ones, before any user provider.
+OPTIONAL_PROVIDERS: tuple[ProviderSpec, ...] = (goal_anchor.PROVIDER,)
+_BUILT_IN = (*CANONICAL_PROVIDERS, *OPTIONAL_PROVIDERS)
 _CANONICAL_IDS = frozenset(p.id for p in CANONICAL_PROVIDERS)
+_BUILT_IN_IDS = frozenset(p.id for p in _BUILT_IN)
 _WRAPPER_KEYS = frozenset({"reminder"})
 
 
@@ -84,6 +99,7 @@ class ProviderRegistry:
         subscribes_to: str | Iterable[str],
         evaluate: Evaluate,
         blocking: bool = False,
+        interval: int | None = None,
     ) -> None:
         """Add a provider; an existing id is replaced and moves last.
 
@@ -95,6 +111,9 @@ class ProviderRegistry:
         ``blocking=True`` says ``evaluate`` does blocking I/O: ``agent_loop`` then runs the
         evaluation of its events in a worker thread (``Session.afire``).
 
+        ``interval=N``: after a turn the provider fired at, it is not asked again for ``N``
+        turns (``reminders.config[id]["interval"]`` overrides it).
+
         Raises:
             ValueError: a blank id, a canonical id, an unknown event, or no events.
             TypeError: ``evaluate`` is not callable.
@@ -104,9 +123,9 @@ class ProviderRegistry:
             raise ValueError(
                 f"provider id must be a non-blank string not starting with '-'; got {id!r}"
             )
-        if id in _CANONICAL_IDS:
+        if id in _BUILT_IN_IDS:
             raise ValueError(
-                f"{id!r} is a canonical provider; configure it through reminders.config or "
+                f"{id!r} is a built-in provider; configure it through reminders.config or "
                 f"disable it with '-{id}' and register under another id"
             )
         if not callable(evaluate):
@@ -120,6 +139,8 @@ class ProviderRegistry:
             )
         if type(blocking) is not bool:
             raise TypeError(f"provider {id!r}: blocking must be a bool; got {blocking!r}")
+        if interval is not None and not (type(interval) is int and interval > 0):
+            raise ValueError(f"provider {id!r}: interval must be an int > 0; got {interval!r}")
         names = [subscribes_to] if isinstance(subscribes_to, str) else list(subscribes_to)
         if not names:
             raise ValueError(f"provider {id!r} subscribes to no event")
@@ -127,7 +148,7 @@ class ProviderRegistry:
         self._version += 1
         self._user.pop(id, None)
         self._user[id] = ProviderSpec(
-            id=id, subscribes_to=events, evaluate=evaluate, blocking=blocking
+            id=id, subscribes_to=events, evaluate=evaluate, blocking=blocking, interval=interval
         )
 
     def unregister(self, id: str) -> bool:
@@ -145,13 +166,13 @@ class ProviderRegistry:
         return list(self._user.values())
 
     def all_providers(self) -> list[ProviderSpec]:
-        """Canonical providers in their fixed order, then user providers."""
-        return [*CANONICAL_PROVIDERS, *self._user.values()]
+        """Built-in providers in their fixed order, then user providers."""
+        return [*_BUILT_IN, *self._user.values()]
 
     def _check_named(self, options: ReminderOptions) -> None:
         unknown = _unknown_named(options, self._user)
         if unknown:
-            known = ", ".join([*(p.id for p in CANONICAL_PROVIDERS), *self._user])
+            known = ", ".join([*(p.id for p in _BUILT_IN), *self._user])
             raise ConfigError(
                 f"reminder options name unknown provider(s) {', '.join(map(repr, unknown))}: "
                 f"neither canonical nor registered on this session; known: {known}. Register "
@@ -204,7 +225,7 @@ class ProviderRegistry:
 
 def _unknown_named(options: ReminderOptions, user_ids: Iterable[str]) -> list[str]:
     """Ids named in ``options.providers`` or ``options.config`` that no provider has."""
-    known = set(_CANONICAL_IDS) | set(user_ids)
+    known = set(_BUILT_IN_IDS) | set(user_ids)
     named = [entry.lstrip("-").strip() for entry in options.providers] + list(options.config)
     return [pid for pid in dict.fromkeys(named) if pid not in known]
 
@@ -246,7 +267,7 @@ def reminder_config_problems(options: ReminderOptions) -> list[str]:
     Checks the config of each canonical provider against its schema and flags provider ids
     (in ``providers`` and ``config``) that are misspellings of canonical ids.
     """
-    specs = {spec.id: spec for spec in CANONICAL_PROVIDERS}
+    specs = {spec.id: spec for spec in _BUILT_IN}
     known = ", ".join(specs)
     problems: list[str] = []
     named = [(entry.lstrip("-").strip(), "reminders.providers") for entry in options.providers]
@@ -264,6 +285,8 @@ def reminder_config_problems(options: ReminderOptions) -> list[str]:
     for pid, config in options.config.items():
         if pid in specs:
             problems.extend(config_problems(specs[pid], config))
+        elif config is not None:  # a user provider's own keys are its own; these two are ours
+            problems.extend(common_config_problems(config, f"reminders.config.{pid}"))
     return problems
 
 
@@ -297,7 +320,7 @@ def lint_agent_options(
             if isinstance(user_providers, ProviderRegistry)
             else set(user_providers)
         )
-        known = [p.id for p in CANONICAL_PROVIDERS] + sorted(users)
+        known = [p.id for p in _BUILT_IN] + sorted(users)
         named = [(e.lstrip("-").strip(), "reminders.providers") for e in options.providers]
         named += [(key, "reminders.config") for key in options.config]
         for pid, where in dict.fromkeys(named):
@@ -345,8 +368,48 @@ def _as_options(item: object, provider_id: str) -> Mapping[str, Any]:
     )
 
 
-def normalize_results(result: object, provider_id: str) -> list[ParsedOptions]:
-    """Validate what a provider returned into strict reminder options.
+class Resolution(NamedTuple):
+    """A provider's word that what its reminder ``key`` was about is over (docs/core.md,
+    "Resolution"): the result ``{"resolved": key}``, with an optional one-line ``body`` told
+    to the model when it had been told of the matter (its reminder is sent and still live)."""
+
+    key: str
+    body: str | None = None
+
+    def note(self, told: Reminder) -> dict[str, Any]:
+        """The reminder options of the note closing ``told``: :attr:`body`, for one turn,
+        with ``told``'s tags, role and authority, keyed ``<key>:resolved``."""
+        return {
+            "body": self.body,
+            "ttl_turns": 1,
+            "dedupe_key": f"{self.key}:resolved",
+            "tags": list(told.tags),
+            "role_hint": told.role_hint.value,
+            "authority": told.authority.value,
+            "propagate": "none",
+        }
+
+
+_RESOLUTION_KEYS = frozenset({"resolved", "body"})
+
+
+def _resolution(item: Mapping[str, Any], provider_id: str) -> Resolution:
+    check_unknown(item, _RESOLUTION_KEYS, where=f" (provider {provider_id!r}, a resolution)")
+    key, body = item["resolved"], item.get("body")
+    if not isinstance(key, str) or not key.strip():
+        raise ProviderResultError(
+            f"provider {provider_id!r} resolved {key!r}; 'resolved' names a dedupe key (a "
+            "non-blank string)"
+        )
+    if body is not None and (not isinstance(body, str) or not body.strip() or "\n" in body):
+        raise ProviderResultError(
+            f"provider {provider_id!r}: a resolution's body is one non-blank line; got {body!r}"
+        )
+    return Resolution(key, body)
+
+
+def normalize_results(result: object, provider_id: str) -> list[ParsedOptions | Resolution]:
+    """Validate what a provider returned into strict reminder options (and resolutions).
 
     Raises:
         ReminderError: ``RMD-001`` (unknown keys), ``RMD-005`` (``propagate``), ``RMD-006``
@@ -355,8 +418,11 @@ def normalize_results(result: object, provider_id: str) -> list[ParsedOptions]:
     if result is None:
         return []
     items = result if isinstance(result, list | tuple) else [result]
-    parsed: list[ParsedOptions] = []
+    parsed: list[ParsedOptions | Resolution] = []
     for item in items:
+        if isinstance(item, Mapping) and "resolved" in item:
+            parsed.append(_resolution(item, provider_id))
+            continue
         options = _as_options(item, provider_id)
         try:
             parsed.append(parse_reminder_options(options))

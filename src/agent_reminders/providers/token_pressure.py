@@ -111,5 +111,7 @@ PROVIDER = ProviderSpec(
     evaluate=evaluate,
     canonical=True,
     config_schema=CONFIG,
+    cadence={"on_budget_threshold": {"cooldown_turns": 5}},
+    cadence_key=lambda result: result.body.split(":", 1)[0],  # each level paced apart
     description="Warns at 70/85/95% of the context window and asks to compact or summarize.",
 )

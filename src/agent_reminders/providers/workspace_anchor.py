@@ -66,6 +66,7 @@ PROVIDER = ProviderSpec(
     subscribes_to=("session_start", "on_budget_threshold"),
     evaluate=evaluate,
     canonical=True,
+    cadence={"on_budget_threshold": {"cooldown_turns": 10}},  # its refreshes, paced
     config_schema=CONFIG,
     description="Restates the primary workspace root and each additional root with its mode.",
 )
