@@ -55,6 +55,7 @@ AUDIT_KEYS = [
     "cost_ratio",
     "directive_tokens",
     "directive_overhead",
+    "nag",
 ]
 COMPACTION = 14  # task 1 is 14 turns whatever --turns says
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._core.errors import AuditError, ConfigError
 from .breaks import AuditBreak, BreakReason, Breaks, first_difference
 from .cache_models import MODELS, CacheModel, CacheSimulator
+from .nag import NagCounter, NagReport
 from .readers import RequestReader, read_lines
 from .tokenizers import DEFAULT_ENCODING, load_tokenizer
 
@@ -99,6 +100,8 @@ class AuditReport:
         billed: What the provider billed, per request, with every cache miss, its cause and
             its cost — when the input carries the provider's numbers (``None`` otherwise).
         files: The session files read, for a ``directory`` report.
+        nag: The nag rate of the requests (docs/audit.md, "Nag rate"); ``None`` for session
+            files, which hold no envelopes.
     """
 
     format: ReportFormat
@@ -111,6 +114,7 @@ class AuditReport:
     source: str | None = None
     billed: BilledReport | None = None
     files: tuple[str, ...] = ()
+    nag: NagReport | None = None
     _sums: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -228,6 +232,8 @@ class AuditReport:
             out["model_changes"] = list(self.model_changes)
         if self.billed is not None:
             out["billed"] = self.billed.to_json()
+        if self.nag is not None:
+            out["nag"] = self.nag.to_json()
         return out
 
 
@@ -299,7 +305,7 @@ def _audit(
             billed=analyze(found, prices),
         )
     bodies = _request_bodies(objects, where) if kind == "pairs" else objects
-    simulator, breaks = CacheSimulator(tokenizer), Breaks()
+    simulator, breaks, nag = CacheSimulator(tokenizer), Breaks(), NagCounter(tokenizer.encode)
     rows: list[RequestRow] = []
     calls: list[Call] = []
     for (number, body), (_, obj) in zip(bodies, objects, strict=True):
@@ -307,6 +313,7 @@ def _audit(
         seq = reader.read(body, where(number), line=line)
         index = len(rows)
         figures = simulator.add(seq)
+        nag.add(seq, prompt_tokens=figures.prompt_tokens)
         rows.append(
             RequestRow(
                 index=index,
@@ -342,6 +349,7 @@ def _audit(
         tokenizer_note=tokenizer.note,
         source=source,
         billed=billed,
+        nag=nag.report(),
     )
 
 
