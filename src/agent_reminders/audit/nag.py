@@ -73,8 +73,9 @@ class NagFigures:
             previous fire.
         ignored_heuristic: Fires the next assistant turn neither mentioned nor acted on — a
             heuristic (docs/audit.md, "Nag rate"); ``None`` from the event log.
-        ignored_checked: Fires the heuristic could judge (a next assistant turn was found and
-            the directive has a salient word); ``None`` from the event log.
+        ignored_checked: Fires the heuristic could judge (a next assistant turn was found,
+            and it ran what the directive names or the directive has a salient word to look
+            for); ``None`` from the event log.
         dropped: Refused reminders by reason (``first_after``, ``cooldown``, ``max_fires``…),
             from the event log.
     """

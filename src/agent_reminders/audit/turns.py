@@ -124,15 +124,15 @@ class AssistantTurn:
         return cls(words=frozenset(_LETTERS.findall(text)), names=frozenset(names))
 
     def ignored(self, body: str) -> bool | None:
-        """Whether this turn ignored directive ``body``: none of its salient words (five
-        letters or more, not :data:`STOP_WORDS`) in the turn, and no tool or command the
-        turn ran named in it; ``None`` (not judged) for a body without a salient word."""
+        """Whether this turn ignored directive ``body``: ``False`` when the turn mentions one
+        of its salient words (five letters or more, not :data:`STOP_WORDS`) or runs a tool or
+        command it names; else ``True`` — or ``None`` (not judged) when the body has no
+        salient word to look for (``"Run `make lint`."`` is judged only by the command)."""
         lowered = body.lower()
         salient = {w for w in _SALIENT.findall(lowered) if w not in STOP_WORDS}
-        if not salient:
-            return None
-        named = set(_names(lowered))
-        return not (salient & self.words or self.names & named)
+        if salient & self.words or self.names.intersection(_names(lowered)):
+            return False
+        return True if salient else None
 
 
 def _names(text: str) -> list[str]:
