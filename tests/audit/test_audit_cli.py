@@ -32,6 +32,7 @@ KEYS = [  # the report's keys, in the spec's order
     "cost_ratio",
     "directive_tokens",
     "directive_overhead",
+    "nag",
 ]
 MODELS = {"exact", "openai", "anthropic", "vllm"}
 A, B, C = user("read the file " * 30), assistant("it says hi " * 30), user("now fix it")

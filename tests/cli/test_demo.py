@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_reminders import EventRecord, ModelRequest, ModelResponse, Usage, check_append_only
-from agent_reminders.audit import audit_file, audit_requests
+from agent_reminders.audit import audit_file, audit_requests, nag_from_events
 from agent_reminders.bridge import request_log_line
 from agent_reminders.cli import app
 from agent_reminders.demo import (
@@ -55,6 +55,7 @@ AUDIT_KEYS = [
     "cost_ratio",
     "directive_tokens",
     "directive_overhead",
+    "nag",
 ]
 COMPACTION = 14  # task 1 is 14 turns whatever --turns says
 
@@ -348,6 +349,35 @@ def test_json_prints_the_audit_object_only(tmp_path: Path) -> None:
     ]
     assert set(data["reuse"]) == {"exact", "openai", "anthropic", "vllm"}
     assert data == audit_file(tmp_path / cli_demo.REQUESTS_FILE).to_json()
+
+
+def test_the_demo_ends_with_the_nag_rate(tmp_path: Path, result: DemoResult) -> None:
+    last = result.usages[-1]
+    assert last is not None
+    assert result.nag == nag_from_events(
+        result.events,
+        model_calls=len(result.requests),
+        prompt_tokens=last.input_tokens,
+        session_id=result.session.id,  # the reviewer's fires are not the parent's
+    )
+    by = {p.producer: p for p in result.nag.producers}
+    assert {"workspace_anchor", "hook", "tools"} <= set(by)  # a provider, a hook, a generator
+    assert result.nag.model_calls == DEFAULT_TURNS
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    assert invoked.exit_code == 0, invoked.output
+    lines = invoked.stdout.splitlines()
+    assert lines[-2:] == cli_demo.nag_lines(result.nag)
+    assert lines[-2].startswith("Nag rate, fires per 100 model calls: workspace_anchor ")
+    anchor = by["workspace_anchor"].fires_per_100_calls
+    assert f"workspace_anchor {anchor:.1f}" in lines[-2]
+    o = result.nag.overall
+    assert lines[-1].startswith(
+        f"{o.requests_with_directive} of {DEFAULT_TURNS} requests "
+        f"({o.requests_with_directive_share:.0%}) carried a new directive; directives are "
+    )
+    assert lines[-1].endswith(
+        f"; {o.fast_repeats} fast repeats (the same key again within 5 turns)."
+    )
 
 
 @pytest.mark.parametrize("turns", [MIN_TURNS, MAX_TURNS])

@@ -41,9 +41,11 @@ __all__ = [
     "project",
     "project_pending",
     "project_wanted",
+    "read_directives",
     "render_directive",
     "render_envelope",
     "spoken_by_person",
+    "unescape_body",
 ]
 
 _T = TypeVar("_T")
@@ -164,6 +166,42 @@ def lasts_one_turn(text: str) -> bool:
 def escape_body(text: str) -> str:
     """Escape ``&``, ``<`` and ``>`` (in that order) so no body can open or close an element."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unescape_body(text: str) -> str:
+    """Undo :func:`escape_body` (``&amp;`` last, so ``&amp;lt;`` reads back as ``&lt;``)."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+# A <system-reminder> element, with or without attributes (a nonce); its body may hold "<"
+# when another harness wrote it unescaped, so the match stops at the first closing tag.
+_SYSTEM_REMINDER = re.compile(r"<system-reminder(?: [^>]*)?>\s*(.*?)\s*</system-reminder>", re.S)
+_BLOCK_HEAD = len(">\n")
+_BLOCK_TAIL = len("\n</directive>")
+
+
+def read_directives(text: str) -> list[tuple[str, str]]:
+    """The directives in ``text``, in order, as ``(kind, body)`` with the body unescaped:
+    ``("directive", …)`` for each ``<directive>`` of a ``<context-directives>`` envelope,
+    ``("system-reminder", …)`` for the whole body of each ``<system-reminder>`` element (its
+    bodies are joined by blank lines, which a body may hold too, so it is read as one).
+
+    Example:
+        >>> read_directives(render_envelope([Reminder(body="a < b"), Reminder(body="c")]))
+        [('directive', 'a < b'), ('directive', 'c')]
+        >>> read_directives("<system-reminder>\\nTime check.\\n</system-reminder>")
+        [('system-reminder', 'Time check.')]
+    """
+    found: list[tuple[int, str, str]] = []
+    if "<context-directives" in text:
+        for match in DIRECTIVE_BLOCK.finditer(text):
+            block = match.group(0)
+            body = block[block.index(">\n") + _BLOCK_HEAD : -_BLOCK_TAIL]
+            found.append((match.start(), "directive", unescape_body(body)))
+    if "<system-reminder" in text:
+        for match in _SYSTEM_REMINDER.finditer(text):
+            found.append((match.start(), "system-reminder", unescape_body(match.group(1))))
+    return [(kind, body) for _, kind, body in sorted(found)]
 
 
 def render_directive(reminder: Reminder) -> str:

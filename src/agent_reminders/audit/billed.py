@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from .breaks import first_difference
 from .cache_models import DIRECTIVE_MARKERS, OPENAI_MIN_TOKENS, OPENAI_STEP
 from .prices import Price, PriceTable
 from .readers import PromptSequence, canonical_json
-from .report import first_difference
 
 __all__ = [
     "CAUSES",

@@ -9,6 +9,7 @@ from html import escape
 
 from .billed import CAUSES, BilledReport
 from .cache_models import MODELS, CacheModel
+from .nag import NagReport
 from .report import AuditReport, RequestRow
 
 __all__ = ["render_html"]
@@ -176,6 +177,24 @@ def _card(key: str, value: str, tone: str = "") -> str:
     return (
         f'<div class="card {tone}"><div class="v">{escape(value)}</div>'
         f'<div class="k">{escape(key)}</div></div>'
+    )
+
+
+def _nag_card(nag: NagReport | None) -> str:
+    """The nag rate in one card: fires per 100 calls, the rest in its caption."""
+    if nag is None:
+        return ""
+    o = nag.overall
+    parts = [f"{o.requests_with_directive_share:.0%} of requests carry a new one"]
+    if o.directive_share is not None:
+        parts.append(f"{o.directive_share:.1%} of the final prompt")
+    parts.append(f"{o.fast_repeats} fast repeats")
+    if o.ignored_checked:
+        parts.append(f"{o.ignored_heuristic} of {o.ignored_checked} ignored (heuristic)")
+    return _card(
+        "nag rate: directive fires per 100 model calls · " + " · ".join(parts),
+        f"{o.fires_per_100_calls:.1f}",
+        "bad" if o.fast_repeats else "",
     )
 
 
@@ -376,6 +395,7 @@ def render_html(report: AuditReport) -> str:
                 "directive tokens (overhead)",
                 f"{report.directive_tokens:,} ({report.directive_overhead:.2%})",
             ),
+            _nag_card(report.nag),
         ]
     )
     model_rows = "".join(

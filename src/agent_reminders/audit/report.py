@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._core.channels import is_downgrade
-from .._core.envelope import check_append_only
 from .._core.errors import AuditError, ConfigError
+from .breaks import AuditBreak, BreakReason, Breaks, first_difference
 from .cache_models import MODELS, CacheModel, CacheSimulator
-from .readers import PromptSequence, RequestReader, read_lines
+from .nag import NagCounter, NagReport
+from .readers import RequestReader, read_lines
 from .tokenizers import DEFAULT_ENCODING, load_tokenizer
 
 if TYPE_CHECKING:
@@ -40,40 +40,9 @@ ReportFormat = Literal[
 """A report's ``format``: a format of request bodies, a coding agent's session files, or a
 folder of them."""
 
-BreakReason = Literal[
-    "message_changed", "messages_removed", "system_changed", "tools_changed", "channel_downgraded"
-]
-
 PRICES: Mapping[str, float] = {"read": 0.1, "write": 1.25}
 """Default prices relative to an uncached input token: a cache read (OpenAI and Anthropic)
 and an Anthropic cache write."""
-
-
-@dataclass(frozen=True, slots=True)
-class AuditBreak:
-    """A request that does not extend the one before it (of its session, in a request log).
-
-    Attributes:
-        request: The request's index in the input, from 0.
-        message: The first message that differs, numbered from 0 after the system prompt;
-            ``-1`` when the tools or the system prompt changed.
-        reason: ``message_changed``, ``messages_removed`` (the message list is a strict
-            prefix of the previous one), ``system_changed``, ``tools_changed`` or
-            ``channel_downgraded`` (a mid-conversation system entry sent as a user message
-            from this request on: the API's placement rules no longer allow it there).
-        session_id: The request log's session (other formats: ``None``).
-        line: The line of the file it was read from (``audit_requests``: ``None``).
-    """
-
-    request: int
-    message: int
-    reason: BreakReason
-    session_id: str | None = None
-    line: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"request", "message", "reason"}``, as in the ``--json`` object."""
-        return {"request": self.request, "message": self.message, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +100,8 @@ class AuditReport:
         billed: What the provider billed, per request, with every cache miss, its cause and
             its cost — when the input carries the provider's numbers (``None`` otherwise).
         files: The session files read, for a ``directory`` report.
+        nag: The nag rate of the requests (docs/audit.md, "Nag rate"); ``None`` for session
+            files, which hold no envelopes.
     """
 
     format: ReportFormat
@@ -143,6 +114,7 @@ class AuditReport:
     source: str | None = None
     billed: BilledReport | None = None
     files: tuple[str, ...] = ()
+    nag: NagReport | None = None
     _sums: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -260,64 +232,9 @@ class AuditReport:
             out["model_changes"] = list(self.model_changes)
         if self.billed is not None:
             out["billed"] = self.billed.to_json()
+        if self.nag is not None:
+            out["nag"] = self.nag.to_json()
         return out
-
-
-def first_difference(old: PromptSequence, new: PromptSequence) -> tuple[int, BreakReason] | None:
-    """Where ``new`` stops extending ``old``: ``(message, reason)``, ``message`` ``-1`` for the
-    tools or the system prompt; ``None`` when ``new`` begins with all of ``old``.
-
-    Example:
-        >>> from agent_reminders.audit.readers import RequestReader
-        >>> read = RequestReader().read
-        >>> a = read({"messages": [{"role": "user", "content": "hi"}]}, "a")
-        >>> b = read({"messages": [{"role": "user", "content": "yo"}]}, "b")
-        >>> first_difference(a, b), first_difference(a, a)
-        ((0, 'message_changed'), None)
-    """
-    if (None if old.tools is None else old.tools.digest) != (
-        None if new.tools is None else new.tools.digest
-    ):
-        return -1, "tools_changed"
-    old_system = "".join(p.digest.hex() for p in old.system)
-    system = "".join(p.digest.hex() for p in new.system)
-    old_messages = [p.digest for p in old.messages]
-    messages = [p.digest for p in new.messages]
-    if old_system == system and messages[: len(old_messages)] == old_messages:
-        return None
-    # The rule (and its reasons) lives in check_append_only; it compares the hashes.
-    found = check_append_only(
-        [
-            {"system": old_system, "messages": [{"h": h.hex()} for h in old_messages]},
-            {"system": system, "messages": [{"h": h.hex()} for h in messages]},
-        ]
-    )[0]
-    message = -1 if found.message_index is None else found.message_index
-    reason: BreakReason = found.reason
-    if reason == "message_changed" and is_downgrade(
-        old.messages[message].value, new.messages[message].value
-    ):
-        reason = "channel_downgraded"
-    return message, reason
-
-
-class _Breaks:
-    """Compares each request with the previous one of its session (``None``: every request
-    of a file that is not a request log) and names the first difference."""
-
-    def __init__(self) -> None:
-        self._last: dict[str | None, PromptSequence] = {}
-
-    def check(self, index: int, line: int | None, seq: PromptSequence) -> AuditBreak | None:
-        previous = self._last.get(seq.session_id)
-        self._last[seq.session_id] = seq
-        found = None if previous is None else first_difference(previous, seq)
-        if found is None:
-            return None
-        message, reason = found
-        return AuditBreak(
-            request=index, message=message, reason=reason, session_id=seq.session_id, line=line
-        )
 
 
 def _price(value: float | None, name: str, default: float) -> float:
@@ -388,7 +305,7 @@ def _audit(
             billed=analyze(found, prices),
         )
     bodies = _request_bodies(objects, where) if kind == "pairs" else objects
-    simulator, breaks = CacheSimulator(tokenizer), _Breaks()
+    simulator, breaks, nag = CacheSimulator(tokenizer), Breaks(), NagCounter(tokenizer.encode)
     rows: list[RequestRow] = []
     calls: list[Call] = []
     for (number, body), (_, obj) in zip(bodies, objects, strict=True):
@@ -396,6 +313,7 @@ def _audit(
         seq = reader.read(body, where(number), line=line)
         index = len(rows)
         figures = simulator.add(seq)
+        nag.add(seq, prompt_tokens=figures.prompt_tokens)
         rows.append(
             RequestRow(
                 index=index,
@@ -431,6 +349,7 @@ def _audit(
         tokenizer_note=tokenizer.note,
         source=source,
         billed=billed,
+        nag=nag.report(),
     )
 
 

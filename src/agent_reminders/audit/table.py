@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .cache_models import MODELS, CacheModel
+from .nag import NagReport
 from .report import AuditReport
 
 if TYPE_CHECKING:
@@ -92,10 +93,42 @@ def print_table(report: AuditReport, console: Console, *, max_breaks: int = 20) 
                 f"{change['to']} (no cache is shared across models)"
             )
         )
+    if report.nag is not None:
+        _print_nag(report.nag, console)
     if report.billed is not None:
         _print_billed(report, console, title="what the provider billed")
     if report.tokenizer_note:
         console.print(Text(f"note: token counts are bytes/4: {report.tokenizer_note}"))
+
+
+def _print_nag(nag: NagReport, console: Console) -> None:
+    """The nag rate: how often directives reach the model, and how often again."""
+    from rich.table import Table
+    from rich.text import Text
+
+    o, calls = nag.overall, nag.model_calls
+    table = Table(title="nag rate", show_header=False, title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("fires per 100 model calls", f"{o.fires_per_100_calls:.1f} ({o.fires:,} fires)")
+    table.add_row(
+        "requests with a new directive",
+        f"{o.requests_with_directive:,} of {calls:,} ({o.requests_with_directive_share:.2%})",
+    )
+    if o.directive_share is not None:
+        table.add_row(
+            "directive share of the final prompt",
+            f"{o.directive_share:.2%} ({o.directive_tokens or 0:,} tokens)",
+        )
+    table.add_row("repeats of the same directive", f"{o.repeats:,}")
+    fast = Text(f"{o.fast_repeats:,}", style="bold red" if o.fast_repeats else "green")
+    table.add_row(f"fast repeats (within {nag.fast_repeat_window} requests)", fast)
+    if o.ignored_checked is not None:
+        table.add_row(
+            "ignored by the next turn (heuristic)",
+            f"{o.ignored_heuristic or 0:,} of {o.ignored_checked:,} judged",
+        )
+    console.print(table)
 
 
 def _dollars(value: float | None) -> str:

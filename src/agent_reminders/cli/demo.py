@@ -21,7 +21,7 @@ from .common import fail, handle_errors, is_terminal, strip_control
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..audit import AuditReport
+    from ..audit import AuditReport, NagReport
     from ..demo import DemoResult, Row
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "REPORT_FILE",
     "REQUESTS_FILE",
     "demo",
+    "nag_lines",
     "plain_lines",
 ]
 
@@ -106,6 +107,25 @@ def plain_lines(rows: Iterable[Row]) -> list[str]:
     return out
 
 
+def nag_lines(nag: NagReport) -> list[str]:
+    """The nag rate in two plain lines: each producer's fires per 100 model calls, then the
+    share of requests with a new directive, the directives' share of the prompt and the fast
+    repeats."""
+    o, calls = nag.overall, nag.model_calls
+    rates = ", ".join(f"{p.producer} {p.fires_per_100_calls:.1f}" for p in nag.producers if p.fires)
+    second = (
+        f"{o.requests_with_directive} of {calls} requests "
+        f"({o.requests_with_directive_share:.0%}) carried a new directive"
+    )
+    if o.directive_share is not None:
+        second += f"; directives are {o.directive_share:.1%} of the final prompt's tokens"
+    second += (
+        f"; {o.fast_repeats} fast repeat{'' if o.fast_repeats == 1 else 's'} (the same key "
+        f"again within {nag.fast_repeat_window} turns)."
+    )
+    return [f"Nag rate, fires per 100 model calls: {rates or 'none'}.", second]
+
+
 def _print_rich(rows: Sequence[Row], console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -163,6 +183,8 @@ def _print(
         f"serve --request-log) and {html} (the audit report: open it in a browser)"
     )
     typer.echo(f"audit them yourself: agent-reminders audit {requests}")
+    for line in nag_lines(result.nag):
+        typer.echo(line)
 
 
 @handle_errors

@@ -20,6 +20,7 @@ import anyio
 
 from .._core.events import EventLog, EventRecord
 from .._core.request import Model, ModelRequest, ModelResponse, Tool, ToolCall, ToolResult, Usage
+from ..audit.nag import NagReport, nag_from_events
 from ..facts import FactStore
 from ..generators import GeneratorRegistry, create_announced_delta
 from ..hooks import Hooks
@@ -70,6 +71,8 @@ class DemoResult:
         usages: The usage of the answer to each of ``requests``, in order: the model's own,
             else (the built-in script) one token per 4 bytes of compact JSON; ``None`` for
             a request that got no answer.
+        nag: The parent session's nag rate (docs/audit.md, "Nag rate"), from ``events``: per
+            ``requests``, its share of the last request's input tokens.
     """
 
     requests: tuple[ModelRequest, ...]
@@ -80,6 +83,7 @@ class DemoResult:
     events: tuple[EventRecord, ...]
     model: str
     usages: tuple[Usage | None, ...]
+    nag: NagReport
 
 
 def _responses(beats: Sequence[Beat], prefix: str, start: int = 0) -> list[dict[str, Any]]:
@@ -330,15 +334,25 @@ class _Demo:
         tools = sandbox.tools(self.delegate)
         two = await self.loop("task 2", self.parent, TASKS[1], session, tools, len(second))
         requests = (*one.requests, *two.requests)
+        usages = tuple(self.usages.get((r.session_id, r.turn)) for r in requests)
+        events = tuple(session.event_log.records)
+        last = usages[-1] if usages else None
+        nag = nag_from_events(
+            events,
+            model_calls=len(requests),
+            prompt_tokens=None if last is None else last.input_tokens,
+            session_id=session.id,  # the reviewer's requests are not among ``requests``
+        )
         return DemoResult(
             requests=requests,
             compaction_request=compaction_request,
             rows=tuple(self.recorder.rows()),
             statuses=self.statuses,
             session=session,
-            events=tuple(session.event_log.records),
+            events=events,
             model=self.parent.name,
-            usages=tuple(self.usages.get((r.session_id, r.turn)) for r in requests),
+            usages=usages,
+            nag=nag,
         )
 
 
