@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/audit_speed.py
 	$(BIN)/python bench/cache.py
 	$(BIN)/python bench/billed.py
+	$(BIN)/python bench/nag.py
 	$(BIN)/python bench/hooks.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/sessionless.py

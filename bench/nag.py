@@ -38,9 +38,10 @@ from agent_reminders import Session
 from agent_reminders.audit import NagReport, load_tokenizer, nag_from_events
 from agent_reminders.demo.run import run_demo
 from agent_reminders.providers import CANONICAL_PROVIDERS
+from agent_reminders.testing import assistant, tool_call
 
 SECTION = "The nag rate, with restraint and without (`bench/nag.py`)"
-WINDOW = 24_000  # the model's context window, in tokens
+WINDOW = 128_000  # the model's context window, in tokens
 COMPACT_AT = 0.85
 SYSTEM = "You are a coding agent working in /srv/calc."
 GOAL = "Port the expression parser in src/calc/parser.py to the new grammar in docs/grammar.md."
@@ -80,6 +81,10 @@ class _Todo:
         return {**todo, "cooldown_turns": 5} if self.restraint else todo
 
 
+_WORDS = ("def", "return", "self", "parser", "token", "grammar", "value", "node", "import", "for")
+READ_CUT = 30_000  # characters: longer tool output is cut short
+
+
 def _script(turns: int, seed: int) -> list[dict[str, Any]]:
     """Per turn: the tool call and its result (the same for both sessions)."""
     rng = random.Random(seed)
@@ -89,9 +94,9 @@ def _script(turns: int, seed: int) -> list[dict[str, Any]]:
         roll = rng.random()
         if turn % 9 == 8:
             out.append({"tool_name": "TodoWrite", "command": None, "content": "ok", "ok": True})
-        elif roll < 0.30 or failing:
-            if failing == 0 and rng.random() < 0.5:
-                failing = rng.randint(2, 4)
+        elif roll < 0.25 or failing:
+            if failing == 0 and rng.random() < 0.4:
+                failing = rng.randint(1, 3)
             lines = [
                 f"FAILED tests/test_parser.py::test_case_{i} - assert {i} == {i + 1}"
                 for i in range(failing)
@@ -111,9 +116,10 @@ def _script(turns: int, seed: int) -> list[dict[str, Any]]:
             )
             failing = max(0, failing - 1)
         elif roll < 0.55:
-            size = rng.randint(400, 2400)
-            cut = rng.random() < 0.12
-            content = "".join(rng.choice("abcdefghij \n") for _ in range(min(size, 1500)))
+            size = rng.randint(4_000, 40_000)  # a source file, a log, a listing
+            cut = size > READ_CUT
+            words = (rng.choice(_WORDS) for _ in range(min(size, READ_CUT) // 6))
+            content = " ".join(words)
             out.append(
                 {
                     "tool_name": "Read",
@@ -178,10 +184,8 @@ class _Driven:
         self._fire("session_start")
         for turn, step in enumerate(script):
             request = session.prepare_request(turn=turn)
-            arguments = json.dumps({"command": step["command"]})
-            call = {"id": f"call_{turn}", "type": "function"}
-            call["function"] = {"name": step["tool_name"], "arguments": arguments}
-            session.append({"role": "assistant", "content": f"Step {turn}.", "tool_calls": [call]})
+            call = tool_call(f"call_{turn}", step["tool_name"], command=step["command"])
+            session.append(assistant(f"Step {turn}.", tool_calls=[call]))
             used = _prompt_tokens(session)
             usage = {"input_tokens": used, "output_tokens": 20}
             self._fire("on_budget_threshold", {"usage": usage, "context_window": WINDOW})
@@ -194,7 +198,9 @@ class _Driven:
             payload = {"tool_name": step["tool_name"], "command": step["command"], "result": result}
             payload["arguments"] = {"command": step["command"]}
             self._fire("post_tool_use", payload)
-            self._fire("post_step", {"tool_calls": [payload]})
+            # as the loop sends it: the calls, without their results
+            call_only = {k: payload[k] for k in ("tool_name", "arguments", "command")}
+            self._fire("post_step", {"iteration": turn, "tool_calls": [call_only]})
             session.post_turn(request.turn)
             if used > COMPACT_AT * WINDOW:
                 session.compact(keep_last=6, summary=f"Work on the parser up to step {turn}.")
@@ -210,7 +216,8 @@ def _final_prompt(request: Any) -> int:
 
 
 def _fast_unchanged(records: list[Any], bodies: Mapping[str, str]) -> int:
-    """Fires of a key less than ``FAST`` turns after its previous fire, with the same body."""
+    """Fires of a key less than ``FAST`` turns after its previous fire, with the same body and
+    no resolution of the key in between (a failure that comes back after a pass is news)."""
     keys = {
         r.payload["reminder_id"]: r.payload.get("dedupe_key")
         for r in records
@@ -219,6 +226,8 @@ def _fast_unchanged(records: list[Any], bodies: Mapping[str, str]) -> int:
     last: dict[str, tuple[int, str]] = {}
     count = 0
     for r in records:
+        if r.kind == "transcript.reminder.expired" and r.payload["reason"] == "resolved":
+            last.pop(keys.get(r.payload["reminder_id"]) or "", None)
         if r.kind != "transcript.reminder.fired":
             continue
         rid, turn = r.payload["reminder_id"], r.payload["turn_number"]
@@ -235,13 +244,12 @@ def _fast_unchanged(records: list[Any], bodies: Mapping[str, str]) -> int:
 def _justified(records: list[Any], canonical: set[str]) -> tuple[int, int]:
     """(canonical fires traced to the evaluation that made them, canonical fires)."""
     made_by: dict[str, str] = {}
-    evaluation: tuple[str, str] | None = None
+    evaluation: str | None = None  # the provider evaluated last (a resolution's note comes after)
     for r in records:
         if r.kind == "transcript.reminder.provider_evaluated":
-            fired = r.payload["fired"]
-            evaluation = (r.payload["provider_id"], r.payload["event"]) if fired else None
-        elif r.kind == "transcript.reminder.injected" and evaluation is not None:
-            made_by[r.payload["reminder_id"]] = evaluation[0]
+            evaluation = r.payload["provider_id"]
+        elif r.kind == "transcript.reminder.injected" and r.payload["source"] == "stdlib_provider":
+            made_by[r.payload["reminder_id"]] = evaluation or "unknown"
     fires = [
         r.payload["reminder_id"]
         for r in records
@@ -264,7 +272,8 @@ def measure(label: str, driven: _Driven, model_calls: int) -> Run:
 def _row(run: Run) -> list[object]:
     o = run.report.overall
     share = "n/a" if o.directive_share is None else f"{o.directive_share:.2%}"
-    top = ", ".join(f"{p.producer} {p.fires_per_100_calls:.0f}" for p in run.report.producers[:4])
+    busiest = sorted(run.report.producers, key=lambda p: -p.fires)[:4]
+    top = ", ".join(f"{p.producer} {p.fires_per_100_calls:.0f}" for p in busiest)
     dropped = ", ".join(f"{k} {v}" for k, v in sorted(o.dropped.items())) or "none"
     traced, fires = run.justified
     return [
@@ -296,7 +305,7 @@ def main() -> int:
         Run(f"demo, {label}", result.nag, 0, (0, 0))
         for label, result in (
             ("with restraint", run_demo()),
-            ("without restraint", run_demo(reminders={"restraint": False})),
+            ("without restraint", run_demo(restraint=False)),
         )
     ]
     if args.json:
@@ -320,22 +329,34 @@ def main() -> int:
     ours = runs[0]
     share = ours.report.overall.directive_share or 0.0
     verdict = (
-        f"Targets on the {args.turns}-turn session with the defaults: same body within {FAST} "
-        f"turns {ours.fast_unchanged} (target 0); directives {share:.2%} of the final prompt "
-        f"(target ≤ {TARGET_SHARE:.0%}); canonical fires traced {ours.justified[0]} of "
-        f"{ours.justified[1]}."
+        f"Targets on the {args.turns}-turn session with the defaults: the same key with the same "
+        f"body again within {FAST} turns {ours.fast_unchanged} time(s) (target 0; not counted: "
+        "a repeat after the key was resolved); directives "
+        f"{share:.2%} of the final prompt (target ≤ {TARGET_SHARE:.0%}); canonical fires traced "
+        f"to the provider evaluation that made them: {ours.justified[0]} of {ours.justified[1]}."
     )
     print(verdict)
     intro = (
         f"The seeded {args.turns}-turn coding-agent session of `bench/nag.py` (seed {args.seed}: "
-        "reads, some cut short; edits; test runs failing for a few runs, then passing; a to-do "
-        f"list updated every 9 turns; compaction at {COMPACT_AT:.0%} of a {WINDOW:,}-token "
-        "window), driven as `agent_loop` drives a session, with every canonical provider, a "
-        "workspace anchor, `goal_anchor` and a user to-do provider; measured from the event log "
-        f"(`nag_from_events`), both in one run. Machine: {machine()}."
+        "reads of 4,000-40,000 characters, cut at 30,000; edits; test runs, now and then failing "
+        "for one to three runs, then passing; a to-do list updated every 9 turns; compaction at "
+        f"{COMPACT_AT:.0%} of a {WINDOW:,}-token window), driven as `agent_loop` drives a "
+        "session, with every canonical provider, a workspace anchor, `goal_anchor` and a user "
+        "to-do provider; measured from the event log (`nag_from_events`), both in one run. "
+        f"Machine: {machine()}."
     )
-    demo_intro = "The demo (`agent-reminders demo`, 30 turns), the same two ways:"
-    body = "\n\n".join([intro, text, verdict, demo_intro, demo_text])
+    demo_intro = (
+        "The demo (`agent-reminders demo`, 30 turns, a 6,400-token window: its directive share "
+        "is large because the session is tiny), the same two ways:"
+    )
+    note = (
+        "The one same-body repeat with restraint is a test failure that came back four turns "
+        "after a passing run, once the review of it had expired (nothing pending to resolve): "
+        "news again, but the same text. Dropped fires are recorded events, never sent: most are "
+        "`workspace_anchor` and `project_facts` refreshes and `token_pressure` at a level it "
+        "already stated."
+    )
+    body = "\n\n".join([intro, text, verdict, note, demo_intro, demo_text])
     write_section(SECTION, body)
     return 0
 

@@ -512,8 +512,8 @@ class Session:
         return self._insert(self._from_parsed(parsed, Source.STDLIB_PROVIDER, body), key=key)
 
     def _resolve(self, resolution: Resolution) -> Injected | None:
-        """Apply a provider's resolution: withdraw its key's reminders, let the key start
-        afresh, and close what the model was told of with the one-line note."""
+        """Apply a provider's resolution: withdraw its key's reminders, refuse the key for the
+        rest of the turn, and close what the model was told of with the one-line note."""
         self._transcript, told = resolve_reminders(
             self._transcript, resolution.key, event_log=self.event_log
         )

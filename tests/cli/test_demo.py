@@ -242,13 +242,17 @@ def test_token_pressure_builds_from_usage_and_the_compaction_drops_it(result: De
         for e in result.events
         if e.kind == "transcript.reminder.injected" and e.payload["tags"] == ["token_pressure"]
     ]
-    assert pressure  # CAUTION, then WARNING, during task 1 only
+    assert len(pressure) == 2  # CAUTION, then WARNING, during task 1 only
     text = request_log_line(result.requests[COMPACTION - 1])
     assert "Context pressure CAUTION" in text
     assert "Context pressure WARNING" in text
     assert "CRITICAL" not in text
+    # each level once: the same level again within 5 turns is held back (restraint)...
+    held = [e.payload for e in result.events if e.kind == "transcript.reminder.dropped"]
+    assert {p["reason"] for p in held if p["dedupe_key"] == "token_pressure"} == {"cooldown"}
+    # ...so the WARNING is not renewed, and its last turn ends at the compaction's TTL tick
     last = lifecycle(result.events, pressure[-1])
-    assert last[-1] == ("demo", "expired", ("compaction", None))
+    assert last[-1] == ("demo", "expired", ("ttl", None))
     after = "\n".join(request_log_line(r) for r in result.requests[COMPACTION:])
     assert "Context pressure" not in after
 
@@ -456,7 +460,7 @@ def test_any_model_gets_the_same_tasks_and_its_own_usage_is_kept() -> None:
         seen.append(request)
         return ModelResponse(
             message={"role": "assistant", "content": "Nothing to do."},
-            usage=Usage(input_tokens=6_900, output_tokens=10),
+            usage=Usage(input_tokens=6_300, output_tokens=10),
         )
 
     result = run_demo(model=FunctionModel(answer))
@@ -466,10 +470,10 @@ def test_any_model_gets_the_same_tasks_and_its_own_usage_is_kept() -> None:
     breaks = check_append_only([list(r.messages) for r in result.requests])
     assert [b.request_index for b in breaks] == [1]
     assert result.model == "function:answer"
-    assert result.usages == (Usage(input_tokens=6_900, output_tokens=10),) * 2  # its own
-    # the backend's usage drives token_pressure (6,910 of 7,000 tokens: CRITICAL)
+    assert result.usages == (Usage(input_tokens=6_300, output_tokens=10),) * 2  # its own
+    # the backend's usage drives token_pressure (6,310 of 6,400 tokens: CRITICAL)
     assert any("Context pressure CRITICAL: 99%" in str(m["content"]) for m in seen[1].messages)
-    assert "sent    request 0 (2 messages, 6,900 tokens)" in "\n".join(
+    assert "sent    request 0 (2 messages, 6,300 tokens)" in "\n".join(
         cli_demo.plain_lines(result.rows)
     )
 
@@ -503,3 +507,11 @@ def test_the_sandbox_tools_answer_a_real_model_s_mistakes() -> None:
         assert text in result.content
     assert box.bash("git diff").content == "(no changes)"
     assert box.rg("read_rows", "src/app/report.py").content.startswith("src/app/report.py:")
+
+
+def test_without_restraint_the_same_run_nags_more(result: DemoResult) -> None:
+    loose = run_demo(restraint=False)
+    assert loose.session.reminder_options.restraint is False
+    assert loose.nag.overall.fires > result.nag.overall.fires
+    anchors = {p.producer: p.fires for p in loose.nag.producers}["workspace_anchor"]
+    assert anchors > {p.producer: p.fires for p in result.nag.producers}["workspace_anchor"]

@@ -177,7 +177,7 @@ def test_a_resolution_of_what_the_model_was_told_closes_it_in_one_line_once() ->
     assert "up to date" in turn(session)
     session.fire("post_tool_use", {"tool_name": "TodoWrite"})  # nothing pending: no second note
     assert session.transcript.reminders == ()
-    # the key starts afresh the next turn
+    # the next turn the key may come again (it has no cooldown of its own)
     turn(session)
     assert session.fire("post_tool_use", {"tool_name": "Edit"}).fired_count == 1
 
@@ -389,7 +389,7 @@ def test_goal_anchor_is_off_by_default() -> None:
 
 
 def test_goal_anchor_restates_every_n_turns_short_once_sent_and_in_full_after_compaction() -> None:
-    options = {"providers": ["goal_anchor"], "config": {"goal_anchor": {"every": 3}}}
+    options = {"providers": ["goal_anchor"], "config": {"goal_anchor": {"interval": 3}}}
     session = Session("s1", reminders=options)
     session.append({"role": "user", "content": "Port the parser to the new grammar."})
     texts = []
@@ -410,5 +410,5 @@ def test_goal_anchor_takes_its_goal_from_config() -> None:
     session.fire("post_compact", {"archived_messages": 1})
     (goal, *_) = [r for r in session.transcript.reminders if r.dedupe_key == "goal_anchor"]
     assert goal.body.endswith("Ship 2.0")
-    with pytest.raises(ConfigError, match=r"reminders\.config\.goal_anchor\.every must be int"):
-        Session("s1", reminders={"config": {"goal_anchor": {"every": "often"}}})
+    with pytest.raises(ConfigError, match=r"reminders\.config\.goal_anchor\.interval must be"):
+        Session("s1", reminders={"config": {"goal_anchor": {"interval": "often"}}})

@@ -10,10 +10,9 @@ hooks, providers, generators and pushed reminders all reach a session through th
 A reminder's **key** is its ``dedupe_key``, else its body (a provider may name another: the
 level of ``token_pressure``). A fire the cadence refuses is not queued: the session records
 ``transcript.reminder.dropped`` with the reason (``first_after``, ``cooldown`` or
-``max_fires``) and the insert says so (``Injected.dropped``). A key a provider *resolved*
-starts afresh (its count and cooldown are forgotten), and nothing of that key is admitted for
-the rest of the turn it was resolved in (reason ``resolved``): the reminder about a thing that
-just happened does not come right back.
+``max_fires``) and the insert says so (``Injected.dropped``). Nothing of a key a provider
+*resolved* is admitted for the rest of the turn it was resolved in (reason ``resolved``): the
+reminder about a thing that just happened does not come right back; its counts go on.
 
 The session's directive budget (docs/restraint.md, "The directive budget") is paced here too: the
 tokens committed per turn over the last turns, and the context window last reported.
@@ -160,10 +159,9 @@ class Cadence:
 
     def resolve(self, key: str, turn: int) -> Cadence:
         """This cadence after a provider resolved the dedupe key ``key`` at ``turn``: the key
-        starts afresh, and is refused for the rest of ``turn``."""
-        fires = {k: v for k, v in self.fires.items() if k != key}
+        is refused for the rest of ``turn``."""
         keys = self.resolved if turn == self.resolved_turn else frozenset()
-        return replace(self, fires=fires, resolved=keys | {key}, resolved_turn=turn)
+        return replace(self, resolved=keys | {key}, resolved_turn=turn)
 
     def _counted(self, key: str, turn: int, more: int) -> Cadence:
         fires = dict(self.fires)

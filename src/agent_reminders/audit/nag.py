@@ -66,7 +66,9 @@ class NagFigures:
         requests_with_directive_share: ``requests_with_directive`` ÷ model calls.
         directive_tokens: The tokens of the directives' bodies; ``None`` where not known (a
             producer's own share, from the event log).
-        directive_share: ``directive_tokens`` ÷ the final prompt's tokens, when both are known.
+        directive_share: Of all producers (``producer == "all"``): the tokens of the
+            directives the final prompt holds ÷ the final prompt's tokens, when both are known
+            (``None`` for one producer).
         repeats: Fires of a key that had fired before in the session (from request bodies: the
             same text).
         fast_repeats: Repeats less than :data:`FAST_REPEAT_WINDOW` turns after the key's
@@ -212,8 +214,8 @@ def _figures(
     fires: Sequence[_Fire],
     *,
     calls: int,
-    prompt_tokens: int | None,
     tokens: int | None,
+    share: float | None,
     judged: bool,
     dropped: Mapping[str, int],
 ) -> NagFigures:
@@ -226,7 +228,7 @@ def _figures(
         requests_with_directive=requests,
         requests_with_directive_share=_ratio(requests, calls),
         directive_tokens=tokens,
-        directive_share=None if tokens is None or not prompt_tokens else tokens / prompt_tokens,
+        directive_share=share,
         repeats=sum(f.repeat for f in fires),
         fast_repeats=sum(f.fast for f in fires),
         ignored_heuristic=sum(verdicts) if judged else None,
@@ -242,10 +244,12 @@ def _report(
     calls: int,
     prompt_tokens: int | None,
     tokens: int | None,
+    held: int | None,
     dropped: Sequence[tuple[str, str]] = (),
 ) -> NagReport:
     """The report of ``fires`` (in order) and ``dropped`` ``(producer, reason)`` pairs;
-    ``tokens`` is the overall directive tokens, each producer's own when every fire has them."""
+    ``tokens`` is the overall directive tokens, each producer's own when every fire has them;
+    ``held`` the directive tokens the final prompt holds."""
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
         raise ValueError(f"model_calls must be an int >= 0; got {calls!r}")
     marked = _with_repeats(fires)
@@ -260,8 +264,8 @@ def _report(
                 name,
                 own,
                 calls=calls,
-                prompt_tokens=prompt_tokens,
                 tokens=None if None in counts else sum(c or 0 for c in counts),
+                share=None,
                 judged=judged,
                 dropped=Counter(reason for p, reason in dropped if p == name),
             )
@@ -270,8 +274,8 @@ def _report(
         "all",
         marked,
         calls=calls,
-        prompt_tokens=prompt_tokens,
         tokens=tokens,
+        share=None if held is None or not prompt_tokens else held / prompt_tokens,
         judged=judged,
         dropped=Counter(reason for _, reason in dropped),
     )
@@ -360,7 +364,7 @@ def nag_from_events(
     fires: list[_Fire] = []
     drops: list[tuple[EventRecord, str | None]] = []
     keys: dict[str, str | None] = {}
-    tokens = 0
+    tokens = held = 0  # directive tokens sent; those sent since the last compaction
     for record in records:
         p = record.payload
         if session_id is not None and p.get("session_id") != session_id:
@@ -378,7 +382,10 @@ def nag_from_events(
                 )
             )
         elif kind == Kind.ITERATION_SUMMARY:
-            tokens += math.ceil(int(p.get("body_bytes") or 0) / 4)
+            sent = math.ceil(int(p.get("body_bytes") or 0) / 4)
+            tokens, held = tokens + sent, held + sent
+        elif kind == Kind.PROVIDER_EVALUATED and p.get("event") == "post_compact":
+            held = 0  # a compaction archived what was sent before it
         elif kind == Kind.DROPPED:
             drops.append((record, producers.batch))
         producers.see(record)
@@ -395,6 +402,7 @@ def nag_from_events(
         calls=model_calls,
         prompt_tokens=prompt_tokens,
         tokens=tokens,
+        held=held,
         dropped=dropped,
     )
 
@@ -412,6 +420,7 @@ class _SessionState:
     waiting: list[int] = field(default_factory=list)  # indexes into NagCounter's fires
     requests: int = 0
     prompt_tokens: int = 0
+    held_tokens: int = 0  # of the directives the last request holds
 
 
 class NagCounter:
@@ -441,6 +450,7 @@ class NagCounter:
         self._bodies: list[str] = []  # the body of each fire
         self._found: dict[bytes, tuple[tuple[str, str], ...]] = {}
         self._calls = 0
+        self._counted: dict[str, int] = {}
 
     def _directives(self, sequence: PromptSequence) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
@@ -484,12 +494,19 @@ class NagCounter:
                     sequence.session_id,
                     state.requests,
                     _digest(body),
-                    tokens=len(self._encode(body)),
+                    tokens=self._tokens(body),
                 )
             )
         state.digests, state.held = digests, held
         state.requests += 1
         state.prompt_tokens = prompt_tokens
+        state.held_tokens = sum(self._tokens(body) for _, body in directives)
+
+    def _tokens(self, body: str) -> int:
+        count = self._counted.get(body)
+        if count is None:
+            count = self._counted[body] = len(self._encode(body))
+        return count
 
     def report(self, model_calls: int | None = None) -> NagReport:
         """The figures so far: per ``model_calls`` (default: the requests counted), the
@@ -501,6 +518,7 @@ class NagCounter:
             calls=self._calls if model_calls is None else model_calls,
             prompt_tokens=final or None,
             tokens=sum(f.tokens or 0 for f in self._fires),
+            held=sum(s.held_tokens for s in self._sessions.values()),
         )
 
 

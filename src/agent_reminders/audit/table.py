@@ -118,7 +118,7 @@ def _print_nag(nag: NagReport, console: Console) -> None:
     if o.directive_share is not None:
         table.add_row(
             "directive share of the final prompt",
-            f"{o.directive_share:.2%} ({o.directive_tokens or 0:,} tokens)",
+            f"{o.directive_share:.2%} of {nag.prompt_tokens or 0:,} tokens",
         )
     table.add_row("repeats of the same directive", f"{o.repeats:,}")
     fast = Text(f"{o.fast_repeats:,}", style="bold red" if o.fast_repeats else "green")

@@ -169,8 +169,8 @@ def _print(
     overhead = (
         f"Directives are {report.directive_overhead:.0%} of the prompt tokens because this "
         f"session is tiny (a {CONTEXT_WINDOW:,}-token window): the envelope instructions "
-        "(once per context) and workspace_anchor's one-line note in every request weigh far "
-        "less in a real agent's prompts."
+        "(once per context) and the host's and providers' reminders weigh far less in a real "
+        "agent's prompts."
     )
     if terminal:
         console.print(verdict, style="bold green")

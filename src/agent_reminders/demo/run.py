@@ -232,7 +232,13 @@ class _Demo:
     """One run: the session, its host, models and tools, and the two tasks."""
 
     def __init__(
-        self, turns: int, model: Model | None, facts: FactStore, recorder: Recorder, log: EventLog
+        self,
+        turns: int,
+        model: Model | None,
+        facts: FactStore,
+        recorder: Recorder,
+        log: EventLog,
+        restraint: bool = True,
     ) -> None:
         self.beats = task_beats(turns)
         self.recorder = recorder
@@ -252,7 +258,7 @@ class _Demo:
             SESSION_ID,
             system=SYSTEM,
             event_log=log,
-            reminders={"config": {"project_facts": {"store": facts}}},
+            reminders={"config": {"project_facts": {"store": facts}}, "restraint": restraint},
             generators=generators,
             workspace=WORKSPACE,
             id_factory=_ids(),
@@ -356,13 +362,17 @@ class _Demo:
         )
 
 
-def run_demo(*, turns: int = DEFAULT_TURNS, model: Model | None = None) -> DemoResult:
+def run_demo(
+    *, turns: int = DEFAULT_TURNS, model: Model | None = None, restraint: bool = True
+) -> DemoResult:
     """Run the demo and return what it produced.
 
     Args:
         turns: Parent requests of the scripted run (``MIN_TURNS``..``MAX_TURNS``); with a
             real ``model`` it bounds each task the same way, and the model decides the rest.
         model: A real backend (``parse_model_spec(...)``); ``None`` plays the built-in script.
+        restraint: The session's ``reminders.restraint`` (docs/restraint.md); ``False`` shows
+            what the same run sends without it (``bench/nag.py`` runs both).
 
     Raises:
         ValueError: ``turns`` out of range.
@@ -375,6 +385,7 @@ def run_demo(*, turns: int = DEFAULT_TURNS, model: Model | None = None) -> DemoR
         facts = FactStore(Path(folder) / "facts.db")
         try:
             facts.store_facts(FACTS)
-            return anyio.run(_Demo(turns, model, facts, recorder, log).run)
+            demo = _Demo(turns, model, facts, recorder, log, restraint)
+            return anyio.run(demo.run)
         finally:
             facts.close()

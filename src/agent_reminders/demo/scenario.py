@@ -60,7 +60,7 @@ WORKSPACE: Mapping[str, Any] = {
     "primary": "/srv/app",
     "roots": [{"path": "/srv/vendor", "mount_mode": "ro"}],
 }
-CONTEXT_WINDOW = 7_000
+CONTEXT_WINDOW = 6_400
 """The demo model's context window in tokens: small, so that pressure builds in a few turns."""
 MAX_TOOL_OUTPUT = 3_000
 """Tool output longer than this many characters is cut (and marked truncated) by the loop."""

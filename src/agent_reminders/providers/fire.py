@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 BUDGET_EXCEEDED = "reminder_iteration_budget_exceeded"
+# a new or compacted context: every provider is asked, whatever its interval
+NEW_CONTEXT_EVENTS = frozenset({"session_start", "post_compact"})
 UNCHANGED_DURABLE = "unchanged_durable_reminder"
 
 
@@ -158,7 +160,7 @@ class FirePolicy:
             if event not in spec.subscribes_to:
                 continue
             ctx = context(spec)
-            if self._fired_turns and self._resting(spec, ctx):
+            if self._fired_turns and event not in NEW_CONTEXT_EVENTS and self._resting(spec, ctx):
                 continue
             try:
                 result = spec.evaluate(ctx)

@@ -20,9 +20,9 @@ from typing import Any
 
 from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 
-__all__ = ["CONFIG", "DEFAULT_EVERY", "MAX_GOAL_CHARS", "PROVIDER", "evaluate"]
+__all__ = ["CONFIG", "DEFAULT_INTERVAL", "MAX_GOAL_CHARS", "PROVIDER", "evaluate"]
 
-DEFAULT_EVERY = 10
+DEFAULT_INTERVAL = 10
 MAX_GOAL_CHARS = 1000
 
 
@@ -58,12 +58,12 @@ def _goal(ctx: ProviderContext, config: Mapping[str, Any]) -> str | None:
 
 
 def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
-    """Restate the goal on ``post_step`` (paced: not before ``every`` turns, then at most once
-    per ``every`` turns) and on ``post_compact`` (at once).
+    """Restate the goal on ``post_step`` (paced: not before ``interval`` turns, then at most
+    once per ``interval`` turns) and on ``post_compact`` (at once).
 
     Args:
         ctx: The evaluation context; ``ctx.config`` may set ``goal`` (else the session's first
-            user message) and ``every`` (default 10).
+            user message) and ``interval`` (default 10).
 
     Returns:
         One reminder mapping, or ``None`` without a goal.
@@ -72,8 +72,8 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
     goal = _goal(ctx, config)
     if goal is None:
         return None
-    every = config.get("every")
-    every = every if type(every) is int and every > 0 else DEFAULT_EVERY
+    every = config.get("interval")
+    every = every if type(every) is int and every > 0 else DEFAULT_INTERVAL
     body = _PREFIX + goal
     pace = {} if ctx.event == "post_compact" else {"first_after": every, "cooldown_turns": every}
     # no TTL: the goal holds until restated; a restatement replaces it (one key)
@@ -81,12 +81,13 @@ def evaluate(ctx: ProviderContext) -> dict[str, Any] | None:
 
 
 # Keys of reminders.config['goal_anchor'] and their types (checked at parse time).
-CONFIG: ConfigSchema = {"goal": (str,), "every": (int,)}
+CONFIG: ConfigSchema = {"goal": (str,)}  # and the interval every provider takes
 
 PROVIDER = ProviderSpec(
     id="goal_anchor",
     subscribes_to=("post_step", "post_compact"),
     evaluate=evaluate,
     config_schema=CONFIG,
+    interval=DEFAULT_INTERVAL,
     description="Off by default: restates the task's goal every few turns and after compaction.",
 )
