@@ -10,14 +10,14 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from audit_helpers import run_cli, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_reminders import ModelRequest, Session
+from agent_reminders import Message, ModelRequest, Session
 from agent_reminders.audit import (
     FAST_REPEAT_WINDOW,
     NagReport,
@@ -216,7 +216,7 @@ def coding_session(wire: Callable[[ModelRequest], dict[str, Any]]) -> list[dict[
             session.inject({"body": nag, "ttl_turns": 1})
         bodies.append(wire(session.prepare_request()))
         for message in replies[turn] if turn < len(replies) else ():
-            session.append(message)
+            session.append(cast(Message, message))
         session.post_turn(turn)
         if turn < 2:
             session.append({"role": "user", "content": "Next, please."})
@@ -255,7 +255,7 @@ def test_a_reply_that_mentions_or_runs_it_is_not_ignored_and_one_that_does_not_i
         session.append({"role": "user", "content": "Go."})
         session.inject({"body": body, "ttl_turns": 1})
         first = to_openai_chat(session.prepare_request())
-        session.append(dict(reply))
+        session.append(cast(Message, dict(reply)))
         session.post_turn(0)
         session.append({"role": "user", "content": "And?"})
         return nag_from_requests([first, to_openai_chat(session.prepare_request())])
@@ -273,7 +273,7 @@ def test_a_reply_that_mentions_or_runs_it_is_not_ignored_and_one_that_does_not_i
         (SAYS_DONE, "Run `make lint`.", 0, 0),  # no salient word to look for: not judged
     ]
     for reply, body, ignored, checked in cases:
-        o = one(reply, body).overall
+        o = one(cast(Mapping[str, Any], reply), body).overall
         assert (o.ignored_heuristic, o.ignored_checked) == (ignored, checked), (reply, body)
 
 
