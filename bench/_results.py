@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from collections.abc import Iterable, Sequence
@@ -9,6 +10,16 @@ from pathlib import Path
 
 RESULTS = Path(__file__).with_name("results.md")
 HEADER = "# Benchmark results\n\nEach section is rewritten by its benchmark (`make bench`).\n"
+
+
+def session_args(doc: str) -> argparse.Namespace:
+    """The options of a benchmark over a seeded session: ``--turns`` (200), ``--seed`` (7) and
+    ``--json`` (print the figures only); ``doc``'s first line describes it."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print the figures only")
+    return parser.parse_args()
 
 
 def machine() -> str:

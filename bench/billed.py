@@ -13,13 +13,12 @@ every cache miss with its cause and cost at the published price (``PriceTable.de
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _results import machine, table, write_section
+from _results import machine, session_args, table, write_section
 from agent_reminders import ModelRequest
 from agent_reminders.audit import BilledReport, audit_requests
 from agent_reminders.demo.run import run_demo
@@ -76,11 +75,7 @@ def row(label: str, report: BilledReport) -> list[object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--json", action="store_true", help="print the figures only")
-    args = parser.parse_args()
+    args = session_args(__doc__ or "")
 
     demo = billed(run_demo().requests)
     script = make_script(args.turns, args.seed, **SESSION)

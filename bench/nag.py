@@ -26,14 +26,13 @@ evaluation (event and turn) that made it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from _results import machine, table, write_section
+from _results import machine, session_args, table, write_section
 from agent_reminders import Session
 from agent_reminders.audit import NagReport, load_tokenizer, nag_from_events
 from agent_reminders.demo.run import run_demo
@@ -290,11 +289,7 @@ def _row(run: Run) -> list[object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--json", action="store_true", help="print the figures only")
-    args = parser.parse_args()
+    args = session_args(__doc__ or "")
 
     script = _script(args.turns, args.seed)
     runs = [
