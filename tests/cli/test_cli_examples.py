@@ -194,6 +194,7 @@ def test_readme_example_runs() -> None:
         "docs/security.md",
         "docs/claude-code.md",
         "docs/many-workers.md",
+        "docs/tutorial.md",
     ],
 )
 def test_doc_examples_run(doc: str, monkeypatch: pytest.MonkeyPatch) -> None:
