@@ -194,6 +194,14 @@ def test_readme_example_runs() -> None:
         "docs/security.md",
         "docs/claude-code.md",
         "docs/many-workers.md",
+        "docs/tutorial.md",
+        "docs/howto-push.md",
+        "docs/howto-restarts.md",
+        "docs/howto-workers.md",
+        "docs/howto-audit.md",
+        "docs/howto-channel.md",
+        "docs/howto-nagging.md",
+        "docs/howto-forged-tags.md",
     ],
 )
 def test_doc_examples_run(doc: str, monkeypatch: pytest.MonkeyPatch) -> None:
