@@ -1,4 +1,4 @@
-"""Spec 07, ``--html``: one self-contained page (no network), figures, a chart per cache model
+"""``audit --html``: one self-contained page (no network), figures, a chart per cache model
 with cached vs uncached tokens per request, prefix breaks marked. Checked by structure; the
 look was checked in headless Chromium by hand (docs/audit.md says how)."""
 

@@ -1,11 +1,11 @@
-"""``agent-reminders demo`` (spec 07, "demo in detail"; issue 14 deliverable 1).
+"""``agent-reminders demo`` (docs/demo.md; issue 14 deliverable 1).
 
-The demo runs the real ``agent_loop`` offline on a built-in script: every run gives the same
-bytes (stdout piped, the request log, the HTML report); its reminders follow the lifecycle
-of spec 01/02 (checked here on the event log, reminder by reminder); its request log is the
-one ``serve --request-log`` writes; and the audit of it finds exactly one prefix break, at
-the compaction. ``--model``/``--base-url`` run the same task on a real backend, here the
-recording model server behind the real ``openai`` client.
+The demo runs the real ``agent_loop`` offline on a built-in script: every run gives the same bytes
+(stdout piped, the request log, the HTML report); its reminders follow the lifecycle of docs/core.md
+and docs/session-loop.md (checked here on the event log, reminder by reminder); its request log is
+the one ``serve --request-log`` writes; and the audit of it finds exactly one prefix break, at the
+compaction. ``--model``/``--base-url`` run the same task on a real backend, here the recording model
+server behind the real ``openai`` client.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def reminder_id(events: Sequence[EventRecord], match: Callable[[dict[str, Any]],
     )
 
 
-def test_each_key_reminder_lives_as_the_spec_says(result: DemoResult) -> None:
+def test_each_key_reminder_lives_its_documented_lifecycle(result: DemoResult) -> None:
     events = result.events
     rid = {
         "truncated": reminder_id(events, lambda p: p["tags"] == ["truncation"]),

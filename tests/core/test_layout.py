@@ -18,7 +18,7 @@ import agent_reminders
 PACKAGE = Path(agent_reminders.__file__).resolve().parent
 CORE = PACKAGE / "_core"
 
-# Every public module path the spec names, plus the public subpackages of the layout.
+# Every public module path (docs/core.md, "Layout"), plus the public subpackages of the layout.
 PUBLIC_MODULES = [
     "agent_reminders",
     "agent_reminders.audit",
