@@ -344,8 +344,8 @@ def bridge_server_table() -> str:
     words = attributes(bridge_config.BridgeSettings)
     defaults = {f.name: f.default for f in dataclasses.fields(bridge_config.BridgeSettings)}
     rows = []
-    for key, kind in bridge_config._SERVER_KEYS.items():
-        setting = bridge_config._APPLIED.get(key, key)
+    for key, kind in bridge_config.SERVER_KEYS.items():
+        setting = bridge_config.SERVER_SETTINGS.get(key, key)
         kind_name = getattr(kind, "__name__", str(kind)).replace(" | ", " or ")
         rows.append((code(key), kind_name, _default(defaults.get(setting)), words.get(setting, "")))
     return table(("`[server]` key", "type", "default", "meaning"), rows)

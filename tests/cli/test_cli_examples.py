@@ -194,6 +194,12 @@ def test_readme_example_runs() -> None:
         "docs/security.md",
         "docs/claude-code.md",
         "docs/many-workers.md",
+        "docs/restraint.md",
+        "docs/concepts-append-only.md",
+        "docs/concepts-lifetime.md",
+        "docs/concepts-authority.md",
+        "docs/concepts-channels.md",
+        "docs/concepts-events.md",
     ],
 )
 def test_doc_examples_run(doc: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_reminders import (
     EventLog,
+    Kind,
     ModelInfo,
     Propagate,
     Reminder,
@@ -21,7 +22,6 @@ from agent_reminders import (
     seed_inherited,
 )
 from agent_reminders._core.event_payloads import EVENTS, LIFECYCLE_IDS, event_shape
-from agent_reminders._core.events import Kind
 from agent_reminders.loop.steps import Steps
 from agent_reminders.toolset import ToolPlan
 
