@@ -202,6 +202,12 @@ def test_readme_example_runs() -> None:
         "docs/howto-channel.md",
         "docs/howto-nagging.md",
         "docs/howto-forged-tags.md",
+        "docs/restraint.md",
+        "docs/concepts-append-only.md",
+        "docs/concepts-lifetime.md",
+        "docs/concepts-authority.md",
+        "docs/concepts-channels.md",
+        "docs/concepts-events.md",
     ],
 )
 def test_doc_examples_run(doc: str, monkeypatch: pytest.MonkeyPatch) -> None:
