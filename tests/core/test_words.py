@@ -315,6 +315,18 @@ ORDINARY_WORDS = {
     "delivered",  # plain English; "drained" is the queue's own word for the same step
     "revoked",  # taken back: the plain sense
     "expired",  # its lifetime ran out: the plain sense
+    "lifetime",  # how long something lasts: the plain sense
+    "ttl",  # time to live: common to caches and DNS, and spelled out as ttl_turns
+    # the vocabulary of LLM agents and their providers, in the sense any framework gives it
+    "provider",
+    "generator",
+    "compaction",
+    "channel",
+    "authority",
+    "grant",
+    "sub-agent",
+    "propagate",
+    "event log",
     "hook",  # a coding agent's hook or the library's `Hooks`: developers' common word
     "hook run",  # one run of a hook: the plain sense ("hook server" is jargon)
 }
@@ -345,7 +357,8 @@ def glossary_words(text: str, at: Path = GLOSSARY) -> list[Word]:
             continue
         if cells[0].lower() == "word":
             continue
-        spellings = [s.strip(" *`") for s in cells[0].split(",")]
+        name = re.sub(r"<a [^>]*></a>", "", cells[0])  # the row's link targets are not words
+        spellings = [s.strip(" *`") for s in name.split(",")]
         kept = tuple(s for s in spellings if s and s.lower() not in ORDINARY_WORDS)
         if not kept:
             continue
@@ -394,9 +407,10 @@ def first_use_problems(page: Path, words: list[Word], text: str | None = None) -
     return problems
 
 
-# The docs pages held to the glossary rule. Pages join the list as they are rewritten; on the
-# day this check came, no page passed it (the report of the change lists what each one lacks).
-CHECKED_PAGES: tuple[str, ...] = ()
+# Every docs page but the glossary is held to the glossary rule.
+CHECKED_PAGES: tuple[str, ...] = tuple(
+    sorted(p.name for p in DOCS.glob("*.md") if p.name != GLOSSARY.name)
+)
 
 
 @pytest.mark.parametrize("name", CHECKED_PAGES)
