@@ -51,7 +51,7 @@ def _topic(d: Delivery) -> tuple[str, str] | None:
             return None
         return "handoff", "a reviewer sub-agent started → it got"
     if label in ("project_facts", "workspace_anchor"):
-        return "facts", "the session started → the model got the project's facts and folders"
+        return "facts", "the session began → the model got the project's facts and folders"
     if label.startswith("host:"):
         return _host(label.removeprefix("host:"), why)
     known = {
