@@ -403,6 +403,7 @@ def test_the_request_log_is_the_one_serve_writes(tmp_path: Path, result: DemoRes
     assert records[0]["usage"]["input_tokens"] > 0
 
 
+@pytest.mark.usefixtures("tiktoken_encodings")  # the quoted token counts are o200k_base's
 def test_the_docs_quote_the_real_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     printed: set[str] = set()

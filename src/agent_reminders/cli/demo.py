@@ -292,15 +292,15 @@ def demo(
     page = render_html(report, compactions=(result.compaction_request,))
     report_path.write_text(page, encoding="utf-8")
     verdict, held = _verdict(result, report)
-    if as_json:
-        # the keys in their documented order, as `audit --json` prints them
-        typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
-        if report.tokenizer_note:
-            typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)
-    elif verbose:
+    if verbose and not as_json:
         _print(result, report, verdict, requests_path, report_path)
     else:
-        for line in short_lines(result, report, held, requests_path, report_path):
-            typer.echo(line)
+        if as_json:  # the keys in their documented order, as `audit --json` prints them
+            typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        else:
+            for line in short_lines(result, report, held, requests_path, report_path):
+                typer.echo(line)
+        if report.tokenizer_note:  # the table says it with --verbose
+            typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)
     if not held:
         raise fail(verdict)
