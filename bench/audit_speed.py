@@ -1,5 +1,5 @@
-"""How fast ``agent-reminders audit`` reads a long request log (spec 07: "a 200-request log of
-100k-token prompts in a few seconds").
+"""How fast ``agent-reminders audit`` reads a long request log (the target: a 200-request log
+of 100k-token prompts in a few seconds).
 
 A seeded session resumes a long history (about 100k tokens) and then sends 200 requests, each
 appending a user turn, an assistant turn with a tool call and its tool result, with a reminder
@@ -9,7 +9,7 @@ Messages bodies with cache breakpoints (``to_anthropic``) — and each file is a
 :func:`agent_reminders.audit.audit_file`, the code of the command; the time includes reading
 and parsing the file.
 
-    TIKTOKEN_CACHE_DIR=../shared/data/tiktoken python bench/audit_speed.py [--requests 200]
+    TIKTOKEN_CACHE_DIR=<tiktoken cache> python bench/audit_speed.py [--requests 200]
 """
 
 from __future__ import annotations

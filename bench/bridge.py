@@ -4,7 +4,7 @@ Two servers, each in its own subprocess started the same way (``python bench/bri
 --server KIND``), so the clients (all in this process) never share an interpreter with them:
 
 - ``bridge``: what ``agent-reminders serve --ws`` runs — ``Bridge`` on a ``SQLiteStore`` in a
-  temp dir (WAL, ``synchronous=NORMAL``, the default) behind ``serve_ws``, with the spec's
+  temp dir (WAL, ``synchronous=NORMAL``, the default) behind ``serve_ws``, with the
   default limits except the per-connection rate limit, raised so that it is not what we
   measure. ``session/remind`` answers only after ``SQLiteStore.enqueue`` has committed the row
   (``bridge/reminders.py``: ``_queue`` awaits ``store.enqueue``, whose transaction commits

@@ -1,4 +1,4 @@
-"""The crash test of spec 06 §2 at length: SIGKILL ``serve`` on SQLite, restart, check.
+"""The crash test at length: SIGKILL ``serve`` on SQLite, restart, check.
 
 Each round starts ``agent-reminders serve --store sqlite:PATH`` over stdio, streams
 ``session/remind`` requests at one session (four in flight; some with a dedupe key, some

@@ -21,7 +21,7 @@ against the targets: no key fires twice within 5 turns with an unchanged body, d
 most 3 % of the final prompt, and every canonical provider's fire is traced to the provider
 evaluation (event and turn) that made it.
 
-    TIKTOKEN_CACHE_DIR=../shared/data/tiktoken PYTHONPATH=src:bench python bench/nag.py
+    TIKTOKEN_CACHE_DIR=<tiktoken cache> PYTHONPATH=src:bench python bench/nag.py
 """
 
 from __future__ import annotations

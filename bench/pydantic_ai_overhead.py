@@ -1,4 +1,4 @@
-"""Per-model-call cost of ``ReminderCapability`` in a pydantic-ai agent (spec 07 §6).
+"""Per-model-call cost of ``ReminderCapability`` in a pydantic-ai agent (docs/pydantic-ai.md).
 
 The same agent runs the same tool session with and without the capability, in the same
 process, in alternating rounds (fresh agents each round, built outside the timed region). The

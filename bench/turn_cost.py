@@ -6,7 +6,7 @@ Four rows, each at 100, 1,000 and 10,000 messages of history:
    replaced since the last request, so one directive is committed; then all are aged.
 2. the same, 20 pending all committed (each with a TTL), 0 new: nothing to commit; all age.
 3. the same, 0 pending.
-4. ``Session.prepare_request`` + ``Session.post_turn``, 20 pending, 1 new (spec 07).
+4. ``Session.prepare_request`` + ``Session.post_turn``, 20 pending, 1 new.
 
 History is rebuilt every BATCH turns (outside the timed region) so its size stays near the
 target. Each row and size runs ``--rounds`` times (rows interleaved) and the run with the lowest
@@ -136,7 +136,7 @@ def fresh_session(messages: list[dict[str, object]]) -> Session:
 
 def run_session(size: int, turns: int) -> list[float]:
     """Row 4: the same turn as row 1 through a Session: ``prepare_request`` (which also strips
-    ``directive_ids`` into the request) + ``post_turn`` (spec 07, benchmark 2)."""
+    ``directive_ids`` into the request) + ``post_turn``."""
     messages = history(size)
     samples: list[float] = []
     for i in range(turns):

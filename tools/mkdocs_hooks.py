@@ -6,12 +6,21 @@ ws=EDITOR_TOKEN``, ``toml file=serve.toml``, ``console server`` (``docs/protocol
 quoted options only, so an unquoted ``ws=...`` would leave the fence unrecognised and the
 rest of the page garbled. For the site, each such fence keeps its language and shows the
 annotation as the block's title; the files themselves are left as the tests read them.
+
+The reference pages write ``<!-- generated: NAME -->`` where a table belongs: the table is made
+from the library's own tables when the site is built (``tools/reference_tables.py``).
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/, for reference_tables
+
+import reference_tables
 
 _FENCE = re.compile(
     r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<lang>[\w#.+-]+)[ \t]+(?P<rest>[^\n]*\S)[ \t]*$",
@@ -42,4 +51,4 @@ def titled_fences(markdown: str) -> str:
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
-    return titled_fences(markdown)
+    return titled_fences(reference_tables.expand(markdown))

@@ -46,7 +46,7 @@ from ._core.errors import (
     UnknownReminderIdError,
     explain,
 )
-from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord
+from ._core.events import LIFECYCLE_TOPIC, EventLog, EventRecord, Kind
 from ._core.ids import UUID7Factory, new_id
 from ._core.lifecycle import (
     Cleared,
@@ -135,6 +135,7 @@ __all__ = [
     "Injected",
     "InjectionQueue",
     "InstructionsMode",
+    "Kind",
     "LIFECYCLE_TOPIC",
     "LoopResult",
     "Message",

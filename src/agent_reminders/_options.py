@@ -49,6 +49,16 @@ class DirectiveBudget:
     ``min_tokens``, so a small window does not starve the session. No window known and no
     ``tokens``: no limit.
 
+    Attributes:
+        share: The share of the context window the directives may take.
+        turns: The window of turns the budget is counted over.
+        tokens: An absolute limit instead of the share.
+        min_tokens: The least the share may come to: 5 % of a small window would not hold one
+            envelope.
+        context_window: The window to take the share of; by default the one the last
+            ``on_budget_threshold`` reported (the loop reports the model's), else
+            ``reminders.config.token_pressure.context_window``.
+
     Example:
         >>> budget = DirectiveBudget()
         >>> budget.limit(200_000), budget.limit(8_000), DirectiveBudget(tokens=500).limit(None)

@@ -1,5 +1,5 @@
-"""Spec 07: ``agent-reminders audit`` — the ``--json`` object with exactly its keys, the table,
-``--html``, ``--fail-on-break``, stdin, bad lines, the prices, and the tokenizer fallback."""
+"""``agent-reminders audit`` (docs/audit.md) — the ``--json`` object with exactly its keys, the
+table, ``--html``, ``--fail-on-break``, stdin, bad lines, the prices, and the tokenizer fallback."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from agent_reminders.cli import app
 
 runner = CliRunner()
 
-KEYS = [  # the report's keys, in the spec's order
+KEYS = [  # the report's keys, in their documented order
     "format",
     "encoding",
     "requests",
@@ -62,12 +62,12 @@ def audit(*args: str, input: str | None = None) -> Any:
 
 
 @pytest.mark.usefixtures("tiktoken_encodings")
-def test_json_has_exactly_the_keys_of_the_spec(clean: Path) -> None:
+def test_json_has_exactly_the_documented_keys(clean: Path) -> None:
     result = audit(str(clean), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) == set(KEYS)
-    assert list(data) == KEYS  # and in the spec's order
+    assert list(data) == KEYS  # and in their documented order
     assert set(data["reuse"]) == set(data["uncached_tokens"]) == MODELS
     assert set(data["cost_ratio"]) == {"openai", "anthropic"}
     assert data["format"] == "openai_chat"

@@ -469,6 +469,25 @@ def test_the_html_report_marks_each_miss_with_its_cause_and_cost() -> None:
     assert "http" not in page.replace("http://www.w3.org/2000/svg", "")
 
 
+def test_the_html_report_says_what_each_miss_means() -> None:
+    page = render_html(audit_file(FIXTURES / "claude-code" / "model-switch"))
+    # the card says what a miss is; each cause is spelled out in the table and under the chart
+    assert "a miss: a request that could not read from the cache what the one before it" in page
+    meaning = "model_changed — the model changed: a cache belongs to one model"
+    assert f"<td>{meaning}</td>" in page
+    assert f"Here: request 2: {meaning}; request 3: {meaning}." in page
+    # a compaction's miss is the intended one: not red, and labelled so
+    page = render_html(audit_file(FIXTURES / "claude-code" / "compact"))
+    assert (
+        '<div class="card "><div class="v">1 (43.2%)</div>'
+        '<div class="k">cache misses (share of the bill)</div>'
+        '<div class="why">the one intended miss: compaction at request 2, which replaces the '
+        "history on purpose</div>"
+    ) in page
+    assert ">compaction (intended) $" in page
+    assert "(on purpose: the intended miss)" in page
+
+
 # What the real Codex CLI 0.171.0 wrote against the fake Responses server (see
 # tests/integrations/_codex_sessions.py and tests/fixtures/transcripts/codex/README.md).
 CODEX = {

@@ -1,5 +1,5 @@
-"""Spec 07: prefix breaks — every reason, message ``-1`` for tools and system, moving Anthropic
-markers, and the request log's per-session comparison."""
+"""Prefix breaks (docs/audit.md) — every reason, message ``-1`` for tools and system, moving
+Anthropic markers, and the request log's per-session comparison."""
 
 from __future__ import annotations
 

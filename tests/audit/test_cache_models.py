@@ -1,4 +1,4 @@
-"""Spec 07: the four cache models against figures computed by hand on small examples.
+"""The four cache models (docs/audit.md) against figures computed by hand on small examples.
 
 The bytes/4 tokenizer makes the hand counts exact: a message ``{"content":"…","role":"user"}``
 is 12 bytes, the text, then 16 bytes, one token per 4 bytes (the last one shorter).
@@ -168,7 +168,7 @@ def test_a_top_level_cache_control_adds_the_last_block_as_a_breakpoint() -> None
 
 
 def test_the_library_s_own_breakpoints_survive_long_turns() -> None:
-    """to_anthropic's third breakpoint (05 §1) keeps the look-back finding the last entry when
+    """to_anthropic's third breakpoint keeps the look-back finding the last entry when
     a turn adds more than 20 blocks."""
     history: list[Message] = [{"role": "user", "content": "q " * 3000}]
     bodies = []

@@ -1,5 +1,6 @@
-"""Spec 07, audit input: the four formats detected per file, the prompt sequence each one gives,
-``--format``, and every kind of bad line (one error naming the line, nothing reported)."""
+"""Audit input (docs/audit.md, "Formats"): the four formats detected per file, the prompt
+sequence each one gives, ``--format``, and every kind of bad line (one error naming the line,
+nothing reported)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec 07, ``--html``: one self-contained page (no network), figures, a chart per cache model
+"""``audit --html``: one self-contained page (no network), figures, a chart per cache model
 with cached vs uncached tokens per request, prefix breaks marked. Checked by structure; the
 look was checked in headless Chromium by hand (docs/audit.md says how)."""
 
@@ -7,10 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from html.parser import HTMLParser
+from typing import get_args
 
+import pytest
 from audit_helpers import assistant, user
 
-from agent_reminders.audit import MODELS, audit_requests, render_html
+from agent_reminders.audit import MODELS, AuditBreak, BreakReason, audit_requests, render_html
+from agent_reminders.audit.breaks import explain_break
 
 A, B = user("read the file " * 40), assistant("done " * 40)
 
@@ -93,3 +96,76 @@ def test_many_breaks_draw_marks_without_labels() -> None:
 def test_the_fallback_tokenizer_is_said_on_the_page() -> None:
     report = audit_requests([log("s", A)], encoding="bytes/4")
     assert "bytes/4" in render_html(report)
+
+
+# -- every red mark says what it means (issue 27) ------------------------------------------------
+
+
+def cards(html: str) -> dict[str, tuple[str, str]]:
+    """Each card's caption (its ``k``) → (its tone, its ``why``)."""
+    found = re.findall(
+        r'<div class="card ([a-z]*)"><div class="v">[^<]*</div><div class="k">([^<]*)</div>'
+        r'(?:<div class="why">([^<]*)</div>)?',
+        html,
+    )
+    return {key: (tone, why) for tone, key, why in found}
+
+
+def test_a_break_at_a_known_compaction_is_the_intended_one() -> None:
+    report = audit_requests([log("s", A), log("s", A, B), log("s", B), log("s", B, A)])
+    plain = render_html(report)
+    html = render_html(report, compactions=(2,))
+    said = "the one intended break: compaction at request 2"
+    assert said not in plain
+    assert html.count(said) >= 2  # the card, the table, the line under each chart
+    assert ">compaction: the intended break</text>" in html
+    assert cards(html)["prefix breaks"] == ("", said)  # not red: it is what was meant
+    tone, why = cards(html)["uncached ÷ final (ideal 1.0)"]
+    assert tone == ""
+    assert why.endswith("each compaction adds one more prefill (here the one at request 2)")
+    assert "Here: the one intended break: compaction at request 2." in html
+
+
+def test_any_other_break_is_red_and_says_what_its_reason_means() -> None:
+    report = audit_requests(
+        [log("s", A), log("s", A, B), log("s", B), log("s", B, A, system="new")],
+        encoding="bytes/4",
+    )
+    html = render_html(report, compactions=(9,))  # a compaction elsewhere changes nothing
+    tone, why = cards(html)["prefix breaks"]
+    assert tone == "bad"
+    assert why.startswith("2 requests did not begin with the one before it")
+    message_0 = (
+        "message 0 changed: the history was rewritten (a compaction does this on purpose; "
+        "anything else breaks the provider&#x27;s cache)"
+    )
+    system = "the system prompt changed: the whole prompt after it is prefilled again"
+    assert f"<td>message_changed</td><td>{message_0}</td>" in html
+    assert f"<td>system_changed</td><td>{system}</td>" in html
+    assert ">message 0 changed</text>" in html
+    assert ">the system prompt changed</text>" in html
+    assert "<th>what it means</th>" in html
+
+
+def test_uncached_over_final_is_explained_with_its_numbers() -> None:
+    report = audit_requests([log("s", A), log("s", A, B), log("s", B)], encoding="bytes/4")
+    tone, why = cards(render_html(report))["uncached ÷ final (ideal 1.0)"]
+    assert tone == "bad"
+    assert why == (
+        f"{report.uncached_over_final:.2f}: the prompt tokens that had to be prefilled "
+        f"({report.uncached_tokens['exact']:,}), over the final prompt "
+        f"({report.final_prompt_tokens:,}); 1.0 is the ideal of an append-only log; each "
+        "compaction adds one more prefill"
+    )
+    ideal = audit_requests([log("s", A), log("s", A, B)], encoding="bytes/4")
+    assert cards(render_html(ideal))["uncached ÷ final (ideal 1.0)"] == ("good", "")
+
+
+@pytest.mark.parametrize("reason", get_args(BreakReason))
+@pytest.mark.parametrize("message", [-1, 0, 3])
+def test_every_break_reason_has_plain_words(reason: BreakReason, message: int) -> None:
+    words = explain_break(AuditBreak(request=5, message=message, reason=reason))
+    assert words[0].islower()  # a caption: it follows a figure or a request number
+    assert "_" not in words  # not the reason's code name
+    intended = explain_break(AuditBreak(5, message, reason), compaction=True)
+    assert intended == "an intended break: compaction at request 5"

@@ -1,4 +1,4 @@
-"""The crash test of spec 06 §2, as rounds a test and a benchmark both run.
+"""The crash test of ``serve`` on SQLite, as rounds a test and a benchmark both run.
 
 One round: start ``agent-reminders serve --store sqlite:PATH --model scripted:…`` over stdio,
 feed it a steady, pipelined stream of ``session/remind`` requests on one session (some with a
@@ -401,7 +401,7 @@ class CrashRun:
     # -- checking the file ----------------------------------------------------------------
 
     def check_file(self) -> None:
-        """The invariants of 06 §2 on the file the killed server left."""
+        """The crash invariants on the file the killed server left."""
         figures, ledger = self.figures, self.ledger
         where = f"after round {figures.rounds - 1}"
         raw = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)

@@ -1,4 +1,4 @@
-"""The ACP and reminder methods on a store, in process (spec 04 §2, §3)."""
+"""The ACP and reminder methods on a store, in process (docs/protocol.md, "Methods")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance: the ``agent-client-protocol`` SDK's client drives ``serve`` over stdio (04 §6).
+"""Acceptance: the ``agent-client-protocol`` SDK's client drives ``serve`` over stdio.
 
 A client nobody here wrote parses every reply and update with its own schema: initialize →
 session/new → session/remind (the extension method) → session/prompt with the update stream.

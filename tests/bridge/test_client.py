@@ -1,5 +1,5 @@
-"""``BridgeClient`` (spec 04 §6) against a real ``serve_ws`` in process and a real ``serve``
-subprocess over stdio."""
+"""``BridgeClient`` (docs/bridge.md, "Client") against a real ``serve_ws`` in process and a real
+``serve`` subprocess over stdio."""
 
 from __future__ import annotations
 

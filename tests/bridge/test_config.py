@@ -1,4 +1,5 @@
-"""serve's config file (spec 04 §1): [server] limits and [[tokens]] scopes."""
+"""serve's config file (docs/protocol.md, "Running ``serve`` safely"): [server] limits and
+[[tokens]] scopes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The crash test of spec 06 §2: ``serve`` on SQLite, SIGKILLed at random moments while it
+"""The crash test (docs/storage.md, the ``SQLiteStore`` backend): ``serve`` on SQLite,
+SIGKILLed at random moments while it
 takes a stream of reminders, restarted on the same file, many rounds.
 
 30 rounds by default; ``AGENT_REMINDERS_SLOW=1`` runs 100 (``bench/crash.py`` reports the

@@ -1,5 +1,5 @@
 """A reminder another process puts straight into the SQLite store reaches a running prompt
-at its next seam, exactly once (04 §3, 06 §1)."""
+at its next seam, exactly once (docs/storage.md, "The queue in a store")."""
 
 from __future__ import annotations
 

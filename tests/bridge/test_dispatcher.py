@@ -1,4 +1,5 @@
-"""The dispatcher and the error table (spec 04 §1, §4): every error row is answered and the
+"""The dispatcher and the error table (docs/protocol.md, "Errors"): every error row is answered
+and the
 same connection keeps working; random frames never crash it."""
 
 from __future__ import annotations

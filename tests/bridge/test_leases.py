@@ -1,4 +1,5 @@
-"""A prompt's lease and wake-ups, in process (spec 06 §3, 04 §1 ``lease_seconds``, 04 §4).
+"""A prompt's lease and wake-ups, in process (docs/many-workers.md; ``lease_seconds`` and
+``-32006`` session busy in docs/protocol.md).
 
 Two ``Bridge`` objects on one storage are two workers: a prompt holds the session's lease,
 renews it, releases it however it ends, and stops when it loses it; what another worker

@@ -1,4 +1,4 @@
-"""Many workers on one Redis (spec 06 §3, 04 §4): real ``redis-server`` (the suite's own, on a
+"""Many workers on one Redis (docs/many-workers.md): real ``redis-server`` (the suite's own, on a
 free port) and two or more real ``agent-reminders serve --store redis://...`` processes over
 stdio, driven by ``BridgeClient``.
 
@@ -354,7 +354,7 @@ async def assert_keys_hash_tagged(url: str, sessions: set[str]) -> None:
         assert key.startswith(f"agent-reminders:{'i' if tag == 'index' else 's'}:{{{tag}}}:"), key
 
 
-# -- kill -9 rounds (06 §2 on Redis) -------------------------------------------------------
+# -- kill -9 rounds (the crash test, on Redis) ---------------------------------------------
 
 
 @dataclass

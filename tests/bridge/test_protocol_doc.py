@@ -711,7 +711,7 @@ async def test_every_example_is_what_the_server_sends(replay: Replay) -> None:
     # every method the servers register has a documented request …
     missing = sorted(replay.registered - replay.sent_methods)
     assert not missing, f"methods without an example in docs/protocol.md: {missing}"
-    # … and every row of the error table (04 §4) a documented error response
+    # … and every row of the error table a documented error response
     codes = [getattr(rpc_errors, name) for name in rpc_errors.__all__]
     table = {code for code in codes if isinstance(code, int)}
     assert len(table) == 9

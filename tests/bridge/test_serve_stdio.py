@@ -1,4 +1,5 @@
-"""``agent-reminders serve`` as a subprocess over stdio (spec 04 §1, §2 and 06 §2)."""
+"""``agent-reminders serve`` as a subprocess over stdio (docs/protocol.md, "Transports" and
+"Methods"; the store in docs/storage.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The stdio transport in process: line framing, limits, concurrency (spec 04 §1)."""
+"""The stdio transport in process: line framing, limits, concurrency (docs/protocol.md, "stdio")."""
 
 from __future__ import annotations
 

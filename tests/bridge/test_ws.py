@@ -1,4 +1,5 @@
-"""The WebSocket transport: auth before the upgrade, scopes, one frame per message (04 §1, §5)."""
+"""The WebSocket transport: auth before the upgrade, scopes, one frame per message
+(docs/protocol.md, "WebSocket")."""
 
 from __future__ import annotations
 

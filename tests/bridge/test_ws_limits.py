@@ -1,5 +1,5 @@
-"""The WebSocket limits of spec 04 §5 on real connections: the frame limit, a client that
-never reads (bounded send queue, bounded memory, bounded close), and many clients at once."""
+"""The WebSocket limits (docs/protocol.md, "Limits") on real connections: the frame limit, a client
+that never reads (bounded send queue, bounded memory, bounded close), and many clients at once."""
 
 from __future__ import annotations
 

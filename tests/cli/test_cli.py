@@ -1,6 +1,6 @@
-"""The ``agent-reminders`` command line in depth (spec 07, facts from 06 §4).
+"""The ``agent-reminders`` command line in depth (the facts commands: docs/facts.md).
 
-Rules under test (07): every failure prints one clear line and exits non-zero, with no
+Rules under test: every failure prints one clear line and exits non-zero, with no
 traceback unless ``--debug``; ``--json`` where a machine reads the output; tables on a
 terminal and plain text when piped.
 """
@@ -335,7 +335,7 @@ def test_debug_flag_does_not_leak_into_next_invocation(db: Path) -> None:
     assert_one_error_line(result, "confidence")
 
 
-# -- usage errors (spec 07: every failure is one clear line) -----------------------------------
+# -- usage errors (every failure is one clear line) --------------------------------------------
 
 
 @pytest.mark.parametrize(

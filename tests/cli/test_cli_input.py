@@ -1,8 +1,7 @@
 """Issue 8, the command line: terminal-safe fact output, empty results, directories, no
 arguments, --version, --debug anywhere.
 
-Contract: spec 07 (one clear line per failure, plain text when piped, no traceback unless
---debug).
+The rules: one clear line per failure, plain text when piped, no traceback unless --debug.
 """
 
 from __future__ import annotations

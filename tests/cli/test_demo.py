@@ -1,11 +1,11 @@
-"""``agent-reminders demo`` (spec 07, "demo in detail"; issue 14 deliverable 1).
+"""``agent-reminders demo`` (docs/demo.md; issue 14 deliverable 1).
 
-The demo runs the real ``agent_loop`` offline on a built-in script: every run gives the same
-bytes (stdout piped, the request log, the HTML report); its reminders follow the lifecycle
-of spec 01/02 (checked here on the event log, reminder by reminder); its request log is the
-one ``serve --request-log`` writes; and the audit of it finds exactly one prefix break, at
-the compaction. ``--model``/``--base-url`` run the same task on a real backend, here the
-recording model server behind the real ``openai`` client.
+The demo runs the real ``agent_loop`` offline on a built-in script: every run gives the same bytes
+(stdout piped, the request log, the HTML report); its reminders follow the lifecycle of docs/core.md
+and docs/session-loop.md (checked here on the event log, reminder by reminder); its request log is
+the one ``serve --request-log`` writes; and the audit of it finds exactly one prefix break, at the
+compaction. ``--model``/``--base-url`` run the same task on a real backend, here the recording model
+server behind the real ``openai`` client.
 """
 
 from __future__ import annotations
@@ -89,12 +89,14 @@ def test_two_runs_write_the_same_bytes(tmp_path: Path) -> None:
     for name in ("one", "two"):
         cwd = tmp_path / name
         cwd.mkdir()
-        stdout = demo_command(cwd, "--out", "out")
+        short = demo_command(cwd, "--out", "out")
+        stdout = demo_command(cwd, "--out", "out", "--verbose")
         files = [(cwd / "out" / f).read_bytes() for f in cli_demo.ALL_FILES]
-        outputs.append((stdout, files))
+        outputs.append((short, stdout, files))
     assert outputs[0] == outputs[1]
-    stdout = outputs[0][0]
-    assert "\x1b[" not in stdout  # piped: plain lines, no colour
+    short, stdout = outputs[0][:2]
+    assert "\x1b[" not in short + stdout  # piped: plain lines, no colour
+    assert short.startswith("A scripted coding agent did two tasks")
     assert stdout.startswith("-- task 1 ")
     assert "turn 0\n   sent    request 0 " in stdout
     assert cli_demo.LEGEND in stdout
@@ -109,8 +111,12 @@ def test_the_default_output_folder_is_made_in_the_working_directory(
     assert result.exit_code == 0, result.output
     made = tmp_path / cli_demo.DEFAULT_OUT
     assert sorted(p.name for p in made.iterdir()) == sorted(cli_demo.ALL_FILES)
-    assert f"wrote {cli_demo.DEFAULT_OUT / cli_demo.REQUESTS_FILE} ({MIN_TURNS} requests" in (
+    assert f"Wrote {cli_demo.DEFAULT_OUT / cli_demo.REQUESTS_FILE} ({MIN_TURNS} requests" in (
         result.stdout
+    )
+    verbose = runner.invoke(app, ["demo", "--turns", str(MIN_TURNS), "--verbose"])
+    assert f"wrote {cli_demo.DEFAULT_OUT / cli_demo.REQUESTS_FILE} ({MIN_TURNS} requests" in (
+        verbose.stdout
     )
 
 
@@ -156,7 +162,7 @@ def reminder_id(events: Sequence[EventRecord], match: Callable[[dict[str, Any]],
     )
 
 
-def test_each_key_reminder_lives_as_the_spec_says(result: DemoResult) -> None:
+def test_each_key_reminder_lives_its_documented_lifecycle(result: DemoResult) -> None:
     events = result.events
     rid = {
         "truncated": reminder_id(events, lambda p: p["tags"] == ["truncation"]),
@@ -290,6 +296,94 @@ def test_the_timeline_names_what_fired_and_why(result: DemoResult) -> None:
     assert titles.index("compaction") < titles.index("task 2") < titles.index("reviewer 0")
 
 
+def test_the_deliveries_are_what_each_request_carried(result: DemoResult) -> None:
+    text = "\n".join(cli_demo.plain_lines(result.rows))
+    for d in result.deliveries:
+        if d.request is None:  # the audit trail only: never in a request
+            assert (d.who, d.label, d.why) == ("agent", "host:ci", "audit_only")
+            assert all(d.body not in request_log_line(r) for r in result.requests)
+            continue
+        request = "request" if d.who == "agent" else f"{d.who} request"
+        star = "*" if d.repeat else ""
+        line = next(x for x in text.splitlines() if f"sent    {request} {d.request} (" in x)
+        assert f"{d.reminder_id} {d.label}{star}" in line
+        if d.who == "agent" and not d.repeat:
+            sent = result.requests[d.request].messages
+            assert any(d.body in str(m["content"]) for m in sent)
+
+
+STORY = [
+    "  - the session began → the model got the project's facts and folders "
+    "(request 0; again 10, 11, 21)",
+    "  - a file read was cut at 3,000 characters → the model was told to read the rest (request 1)",
+    "  - a test run or a tool call failed → the model was told what failed (requests 3, 15, 28)",
+    "  - the editor sent a note while a tool ran → delivered after that step (request 3)",
+    "  - the person interrupted → shown before the next tool ran; kept after compaction "
+    "(requests 4, 14)",
+    "  - the agent edited code → a hook asked it to run the tests (requests 5, 17, 18)",
+    "  - the context window filled up → the model was told how full: 72%, then 87% "
+    "(requests 10, 13)",
+    "  - the CI's note was for the record only → it never reached the model",
+    "  - the context was nearly full → compacted; the model got a recap (request 14)",
+    "  - the host offered a new tool → announced to the model once (request 14)",
+    "  - a reviewer sub-agent started → it got the person's note and the recap (its request 0)",
+]
+JARGON = (
+    "seam",
+    "finish_step",
+    "interrupt_immediate",
+    "audit_only",
+    "post_tool_use",
+    "on_budget_threshold",
+    "ttl",
+    "dedupe",
+    "message_changed",
+    "prefix",
+    "*",
+    "<-",
+)
+
+
+def test_the_default_output_is_short_and_plain(tmp_path: Path) -> None:
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    assert invoked.exit_code == 0, invoked.output
+    lines = invoked.stdout.splitlines()
+    assert len(lines) <= 25
+    assert max(len(line) for line in lines[:-4]) <= 100  # the last four: paths
+    assert lines[0].startswith("A scripted coding agent did two tasks")
+    for line in STORY:
+        assert line in lines, line
+    assert not [w for w in JARGON if w in invoked.stdout]  # nothing of the timeline's words
+    report = audit_file(tmp_path / cli_demo.REQUESTS_FILE)
+    said = " ".join(invoked.stdout.split())
+    assert (
+        f"Prompt cache: {report.reuse['exact']:.0%} of the {report.prompt_tokens:,} prompt "
+        "tokens could be read from the provider's cache, because every request began with "
+        "the one before it. The one exception, by design: request 14, the first after the "
+        "compaction."
+    ) in said
+    assert report.reuse["exact"] > 0.85
+    assert lines[-4:] == [
+        f"Wrote {tmp_path / cli_demo.REQUESTS_FILE} ({DEFAULT_TURNS} requests, as the model "
+        "got them)",
+        f"  and {tmp_path / cli_demo.REPORT_FILE} (the audit report: open it in a browser).",
+        "Next: agent-reminders demo --verbose   (turn by turn, with the audit's tables)",
+        f"      agent-reminders audit {tmp_path / cli_demo.REQUESTS_FILE}",
+    ]
+
+
+def test_the_short_output_is_the_same_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["demo", "--out", str(tmp_path), "--turns", str(MIN_TURNS)]
+    piped = runner.invoke(app, args)
+    monkeypatch.setattr(cli_demo, "is_terminal", lambda: True)
+    terminal = runner.invoke(app, args)
+    assert terminal.exit_code == piped.exit_code == 0
+    assert terminal.stdout == piped.stdout
+    assert "┃" not in terminal.stdout
+
+
 def test_the_request_log_is_the_one_serve_writes(tmp_path: Path, result: DemoResult) -> None:
     out = tmp_path / "out"
     invoked = runner.invoke(app, ["demo", "--out", str(out)])
@@ -309,11 +403,14 @@ def test_the_request_log_is_the_one_serve_writes(tmp_path: Path, result: DemoRes
     assert records[0]["usage"]["input_tokens"] > 0
 
 
+@pytest.mark.usefixtures("tiktoken_encodings")  # the quoted token counts are o200k_base's
 def test_the_docs_quote_the_real_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    invoked = runner.invoke(app, ["demo"])
-    assert invoked.exit_code == 0, invoked.output
-    printed = set(invoked.stdout.splitlines())
+    printed: set[str] = set()
+    for args in (["demo"], ["demo", "--verbose"]):
+        invoked = runner.invoke(app, args)
+        assert invoked.exit_code == 0, invoked.output
+        printed |= set(invoked.stdout.splitlines())
     docs = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
     quoted = [b.split("```", 1)[0] for b in docs.split("```text\n")[1:]]
     assert len(quoted) >= 5
@@ -339,6 +436,15 @@ def test_exactly_one_prefix_break_at_the_compaction(tmp_path: Path, result: Demo
     assert html.lower().startswith("<!doctype html>")
     assert "<svg" in html
     assert "message_changed" in html
+    # the red mark says what it is: the compaction, on purpose
+    assert "the one intended break: compaction at request 14" in html
+    assert ">compaction: the intended break</text>" in html
+    assert '<div class="card bad"><div class="v">1</div>' not in html
+    # the nag card is red for its fast repeat, and says what one is
+    assert (
+        "1 fast repeat: the same reminder again within 5 requests (a model told the same "
+        "thing that soon tends to skip it)"
+    ) in html
 
 
 def test_json_prints_the_audit_object_only(tmp_path: Path) -> None:
@@ -367,7 +473,7 @@ def test_the_demo_ends_with_the_nag_rate(tmp_path: Path, result: DemoResult) -> 
     by = {p.producer: p for p in result.nag.producers}
     assert {"workspace_anchor", "hook", "tools"} <= set(by)  # a provider, a hook, a generator
     assert result.nag.model_calls == DEFAULT_TURNS
-    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--verbose"])
     assert invoked.exit_code == 0, invoked.output
     lines = invoked.stdout.splitlines()
     assert lines[-2:] == cli_demo.nag_lines(result.nag)
@@ -417,7 +523,8 @@ def test_base_url_without_model_is_one_error_line(tmp_path: Path) -> None:
 
 def test_a_terminal_gets_the_rich_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli_demo, "is_terminal", lambda: True)
-    invoked = runner.invoke(app, ["demo", "--out", str(tmp_path), "--turns", str(MIN_TURNS)])
+    args = ["demo", "--out", str(tmp_path), "--turns", str(MIN_TURNS), "--verbose"]
+    invoked = runner.invoke(app, args)
     assert invoked.exit_code == 0, invoked.output
     assert "┃ turn" in invoked.stdout
     assert "what happened" in invoked.stdout
@@ -441,6 +548,7 @@ def test_model_and_base_url_run_the_same_task_on_a_real_backend(tmp_path: Path) 
             "openai:demo-model",
             "--base-url",
             server.base_url,
+            "--verbose",
             env={"OPENAI_API_KEY": "test-key"},
         )
         bodies = server.bodies("chat")
@@ -490,6 +598,7 @@ def test_a_break_other_than_the_compaction_fails_the_command(
         "error: expected one prefix break, at request 14 (the compaction); found: "
         "request 1 (message_changed), request 2 (message_changed)"
     )
+    assert "the audit found breaks at requests 1, 2." in " ".join(invoked.stdout.split())
 
 
 def test_the_sandbox_tools_answer_a_real_model_s_mistakes() -> None:

@@ -1,4 +1,5 @@
-"""``agent-reminders remind``, ``pending`` and ``revoke`` (spec 07, 04 §3), straight into a
+"""``agent-reminders remind``, ``pending`` and ``revoke`` (docs/bridge.md, "Pushing reminders
+from the command line"), straight into a
 SQLite store and through a running ``serve --ws``: in this process through the CLI app (so
 coverage sees them), and as real subprocesses beside a running ``serve``."""
 

@@ -1,4 +1,5 @@
-"""Projection, envelope text and append-only commit (spec 01 §5-§8), checked with exact strings."""
+"""Projection, envelope text and append-only commit (docs/core.md, "The rules"), checked with
+exact strings."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def inject(t: Transcript, body: str, **options: Any) -> tuple[Transcript, str]:
 # ----------------------------------------------------------------------------------- project
 
 
-def test_project_spec_example() -> None:
+def test_project_collapses_keys_and_repeated_bodies() -> None:
     queue = [
         Reminder(body="recap v1", dedupe_key="pcr", authority="contract"),  # type: ignore[arg-type]
         Reminder(body="workspace anchor", dedupe_key="wa", authority="contract"),  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""ReminderError, explain(), strict option validation (spec 01 §3) and lint_reminder_options."""
+"""ReminderError, explain(), strict option validation (docs/core.md, "Reminder options") and
+lint_reminder_options."""
 
 from __future__ import annotations
 
@@ -488,7 +489,8 @@ def test_strict_api_defaults() -> None:
 
 # ------------------------------------------------------------------------------ check order
 
-# Each step of spec §3 (2..9) with a way to break it and what the failure looks like:
+# Checks 2..9 of docs/core.md ("Reminder options"), each with a way to break it and what the
+# failure looks like:
 # (name, options patch, expected code, substring that must be in the message).
 _STEPS: list[tuple[str, dict[str, Any], str, str]] = [
     ("unknown", {"colour": "red"}, "RMD-001", "unknown option(s): colour"),

@@ -1,7 +1,7 @@
 """The EventLog bound: the latest ``max_records`` are kept, the oldest dropped and counted.
 
-Contract: spec 01-core §10 (EventLog); issue 8 deliverable 10 (a bounded in-memory log; a store,
-spec 06, is where a full log lives).
+The rules: docs/core.md, "Lifecycle events" (EventLog); issue 8 deliverable 10 (a bounded
+in-memory log; a store, docs/storage.md, is where a full log lives).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Tests for the in-memory EventLog and the ids stamped on lifecycle records.
 
-Contract: spec 01-core §10 (EventLog, EventRecord, lifecycle topic, subscribe, the three ids).
+The rules: docs/core.md, "Lifecycle events" (EventLog, EventRecord, lifecycle topic, subscribe,
+the three ids).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Issue 8: one table of reminder fields, and the bad-input items that go with it.
 
-Covers: the strict ``Transcript.from_json`` (01 §4), message errors as ``MessageError``
+Covers: the strict ``Transcript.from_json``, message errors as ``MessageError``
 (``RMD-101``), lone surrogates refused where text enters, ``check_append_only`` refusing
 messages that are not mappings, and the profiles reading one table (the camelCase pending row,
 event payloads, enum coercion with a code).
@@ -252,7 +252,7 @@ def test_a_lone_surrogate_in_a_foreign_reminder_event_drops_it_leniently() -> No
 # -- the profiles read one table --------------------------------------------------------------
 
 
-def test_pending_reminder_row_has_the_spec_camel_case_keys() -> None:
+def test_pending_reminder_row_has_the_documented_camel_case_keys() -> None:
     queue = InjectionQueue()
     rid = queue.remind({"body": "b", "tags": ["x"], "ttl_turns": 2})
     (row,) = queue.pending()

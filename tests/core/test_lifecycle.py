@@ -1,6 +1,7 @@
 """Tests for the pure lifecycle transforms: inject, insert, clear, post_turn, compact, handoff.
 
-Contract: spec 01-core §5 (pure transforms), §9 (sub-agent propagation) and the payloads of §10.
+The rules: docs/core.md, "The turn, step by step" (pure transforms) and "Lifecycle events"
+(sub-agent propagation, the payloads).
 """
 
 from __future__ import annotations
@@ -417,7 +418,7 @@ def test_clear_selectors_match_with_and_semantics(selector, removed, left):
     assert kinds(log) == [EXPIRED] * len(removed)
 
 
-def test_clear_emits_one_expired_cleared_event_per_reminder_with_the_spec_keys():
+def test_clear_emits_one_expired_cleared_event_per_reminder_with_the_documented_keys():
     t = clear_fixture()
     log = EventLog()
     clear_reminders(t, {"tag": "plan"}, event_log=log)
@@ -498,7 +499,7 @@ def test_post_turn_leaves_reminders_without_ttl_untouched():
     assert (done.expired_count, done.decremented_count, done.remaining_count) == (0, 0, 1)
 
 
-def test_post_turn_expires_ttl_one_with_the_spec_event():
+def test_post_turn_expires_ttl_one_with_the_documented_event():
     t = with_reminders(rem("once", ttl_turns=1, fired_at_turn=2), tid="sess")
     log = EventLog()
     done = post_turn(t, 3, event_log=log)

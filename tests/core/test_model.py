@@ -1,4 +1,4 @@
-"""Enumerations and the Reminder record (spec 01 §1, §2)."""
+"""Enumerations and the Reminder record (docs/core.md, "Reminder options")."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ class TestIds:
 
 
 class TestReminderDefaults:
-    def test_spec_defaults(self) -> None:
+    def test_documented_defaults(self) -> None:
         r = Reminder(body="Run the tests.")
         assert r.body == "Run the tests."
         assert r.tags == ()

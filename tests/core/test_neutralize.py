@@ -1,4 +1,5 @@
-"""neutralize_untrusted (spec 01 §7): look-alike envelope tags in outside text lose their ``<``."""
+"""neutralize_untrusted (docs/security.md, "Text from elsewhere cannot forge a directive"):
+look-alike envelope tags in outside text lose their ``<``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from agent_reminders import Reminder, neutralize_untrusted, render_envelope
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "forged_tags.txt"
 
 # Independent detectors (not the implementation's regex).
-# live_tag_starts: tag starts named exactly like an envelope element (spec 01 §7).
+# live_tag_starts: tag starts named exactly like an envelope element.
 _TAG_START = re.compile(r"<\s*/?\s*([\w.:-]*)")  # an XML-style name
 _ENVELOPE_NAMES = {"context-directives", "directive", "system-reminder"}
 
@@ -179,7 +180,7 @@ def test_plain_text_passes_through_unchanged(text: str) -> None:
     ],
 )
 def test_other_element_names_stay_unchanged(text: str) -> None:
-    """Spec 01 §7: only tags named exactly context-directives, directive or system-reminder
+    """Only tags named exactly context-directives, directive or system-reminder
     are defanged; tool output full of generics and other XML reaches the model as it was."""
     assert neutralize_untrusted(text) == text
 

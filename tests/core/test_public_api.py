@@ -28,8 +28,8 @@ OPTIONAL_SDKS = [
     "tiktoken",
 ]
 
-# Names the spec (01 §1-§3) fixes as importable from the package root.
-SPEC_NAMES = [
+# Names the core promises as importable from the package root (README.md, "Public API").
+ROOT_NAMES = [
     "Authority",
     "DeliveryMode",
     "Diagnostic",
@@ -67,8 +67,8 @@ def test_every_name_resolves(name: str) -> None:
     assert getattr(agent_reminders, name) is not None
 
 
-@pytest.mark.parametrize("name", SPEC_NAMES)
-def test_spec_names_are_public(name: str) -> None:
+@pytest.mark.parametrize("name", ROOT_NAMES)
+def test_root_names_are_public(name: str) -> None:
     assert name in PUBLIC
     assert getattr(agent_reminders, name) is not None
 

@@ -1,4 +1,4 @@
-"""Records can be built in the positional order the spec writes them in."""
+"""Records can be built positionally, in the order their fields are declared."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from agent_reminders import (
 )
 
 
-def test_positional_construction_follows_the_spec_order() -> None:
+def test_positional_construction_follows_the_field_order() -> None:
     usage = Usage(100, 20)
     assert (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens) == (100, 20, None)
     assert (usage.cache_write_tokens, usage.cache_miss_reason) == (None, None)

@@ -1,7 +1,8 @@
 """Tests for the Transcript value, its event view, JSON round trip and lenient reminder events.
 
-Contract: spec 01-core §4 (Transcript, system_reminder events, reminder_event, from_events and
-the reporting of invalid reminder events) and §10 (the ``dropped`` lifecycle record).
+The rules: docs/core.md, "Decisions" (Transcript, system_reminder events, reminder_event,
+from_events and the reporting of invalid reminder events) and "Lifecycle events" (the
+``dropped`` lifecycle record).
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ def test_transcript_is_not_hashable_but_compares_by_value():
 
 
 def test_mutating_the_events_view_does_not_change_the_transcript():
-    # §4: a Transcript is a frozen value and `events` is its *serialized* view; editing the
+    # A Transcript is a frozen value and `events` is its *serialized* view; editing the
     # returned dicts (e.g. to redact before from_events) must not reach back into it.
     t = rich_transcript()
     before = t.to_json()
@@ -276,7 +277,7 @@ def test_events_view_lists_messages_then_one_system_reminder_per_pending_reminde
     assert [e["reminder"]["id"] for e in events[6:]] == ["r-1", "r-2", "r-3"]
 
 
-def test_system_reminder_event_has_the_exact_spec_shape():
+def test_system_reminder_event_has_the_exact_documented_shape():
     reminder = rich_reminders()[1]
     t = Transcript(reminders=[reminder])
     (event,) = t.events
@@ -436,7 +437,7 @@ def test_json_round_trip_property(messages, reminders):
     ids=["padded-dedupe-key", "blank-dedupe-key", "padded-tag", "duplicate-tags"],
 )
 def test_round_trip_is_exact_for_every_reminder_the_constructor_accepts(fields):
-    # §4: to_json/from_json round-trip exactly. Reminder(...) and Reminder.from_dict accept
+    # to_json/from_json round-trip exactly. Reminder(...) and Reminder.from_dict accept
     # these values, so the transcript holding them must come back unchanged.
     reminder = Reminder(id="r", body="b", **fields)
     t = Transcript(reminders=[reminder], id="t")
@@ -525,7 +526,7 @@ def test_from_events_does_not_mutate_the_given_events():
 # -- reminder_event (lenient builder) ----------------------------------------------------------
 
 
-def test_reminder_event_builds_the_spec_event_from_a_full_payload():
+def test_reminder_event_builds_the_documented_event_from_a_full_payload():
     reminder = rich_reminders()[1]
     event = reminder_event(reminder.to_dict())
     assert set(event) == SYSTEM_REMINDER_EVENT_KEYS
@@ -738,7 +739,7 @@ def test_invalid_events_survive_other_transforms_until_the_commit_reports_them()
 
 
 def test_invalid_events_are_reported_exactly_once_across_a_compaction():
-    # §4: an invalid reminder event is "reported once" as dropped, then pruned. Compaction
+    # An invalid reminder event is "reported once" as dropped, then pruned. Compaction
     # must not prune it silently: across compact + the next commit each one is reported once.
     t = Transcript.from_events(bad_events(), id="t")
     log = EventLog()

@@ -1,4 +1,4 @@
-"""The real Claude Code CLI, offline, with the hook installed (spec 05 §4).
+"""The real Claude Code CLI, offline, with the hook installed (docs/claude-code.md).
 
 ``npm install @anthropic-ai/claude-code@2.1.332`` (pinned: on Node 20 an unpinned install
 silently picks an old release) into ``.venv/claude-code/``; the package ships a native binary,

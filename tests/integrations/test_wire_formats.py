@@ -1,4 +1,4 @@
-"""Unit tests of the pure wire formats (spec 05 §1), one group per function and shape."""
+"""Unit tests of the pure wire formats (docs/wire-formats.md), one group per function and shape."""
 
 from __future__ import annotations
 

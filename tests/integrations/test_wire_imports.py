@@ -1,4 +1,4 @@
-"""`agent_reminders.integrations` is pure: importing it loads no SDK or framework (05 §1)."""
+"""`agent_reminders.integrations` is pure: importing it loads no SDK or framework."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hypothesis properties of the wire formats over random tool-using sessions (spec 05 §1).
+"""Hypothesis properties of the wire formats (docs/wire-formats.md) over random tool-using sessions.
 
 Every request comes from a real ``Session``: reminders injected with TTLs, user messages,
 assistant turns with tool calls and their results, ``prepare_request`` and ``post_turn`` each
@@ -144,7 +144,8 @@ def test_every_format_is_append_only_and_deterministic(turns: Any, system: str) 
 
 
 def expected_markers(body: dict[str, Any]) -> list[tuple[int, int]]:
-    """The breakpoint rules of 05 §1, computed independently over (message, block) pairs."""
+    """The breakpoint rules (docs/wire-formats.md, "Anthropic cache breakpoints"), computed
+    independently over (message, block) pairs."""
     found = [(-1, len(body["system"]) - 1)] if body["system"] else []
     flat = [(i, j) for i, m in enumerate(body["messages"]) for j in range(len(m["content"]))]
     if not flat:

@@ -1,8 +1,9 @@
 """Tests for ``agent_loop``: iteration order, seams, tools, cancel, interrupts and results.
 
-Contract: spec 02-session-loop §2 (tools, ``ToolResult``, ``max_tool_output``), §3
-(``agent_loop``, ``LoopResult``, the order of one iteration, ``session_start``, ``loop_exit``,
-``max_iterations``, ``cancel``) and §4 (seams, delivery modes, ``loop.checkpoint``).
+The rules: docs/session-loop.md, "Decisions" (tools, ``ToolResult``, ``max_tool_output``), "The
+loop, step by step" (``agent_loop``, ``LoopResult``, the order of one iteration,
+``session_start``, ``loop_exit``, ``max_iterations``, ``cancel``) and "Seams and delivery modes"
+(``loop.checkpoint``).
 
 The order is asserted from the event log: ``loop.checkpoint`` records (one per seam), the
 ``provider_evaluated`` records of a user provider ``probe`` subscribed to every provider event,
@@ -223,7 +224,7 @@ def wire(result: LoopResult) -> list[dict[str, Any]]:
     return [{"system": r.system, "messages": list(r.messages)} for r in result.requests]
 
 
-# -- iteration order (§3) ---------------------------------------------------------------------
+# -- iteration order --------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -536,7 +537,7 @@ async def test_post_agent_turn_only_after_the_final_iteration() -> None:
     assert events.count("on_budget_threshold") == 3
 
 
-# -- how the loop ends (§3) -------------------------------------------------------------------
+# -- how the loop ends ------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -616,7 +617,7 @@ async def test_exhausted_script_propagates_with_loop_exit() -> None:
     assert checkpoints(log)[-1]["seam"] == "loop_exit"
 
 
-# -- tools and results (§2) -------------------------------------------------------------------
+# -- tools and results ------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -950,7 +951,7 @@ async def test_tool_hooks_run_around_the_tool_before_post_tool_use() -> None:
     assert "Hook note after alpha." in text_of(result.requests[1].messages)
 
 
-# -- cancel (§3) ------------------------------------------------------------------------------
+# -- cancel -----------------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -1066,7 +1067,7 @@ async def test_unset_cancel_changes_nothing() -> None:
     assert result.iterations == 2
 
 
-# -- interrupts at pre_tool_dispatch (§3 step 4, §4) ------------------------------------------
+# -- interrupts at pre_tool_dispatch (step 4 of the loop) -------------------------------------
 
 
 INTERRUPT_BODY = "Stop: the user changed the plan."
@@ -1238,7 +1239,7 @@ async def test_interrupt_at_pre_tool_dispatch_without_tool_calls_skips_nothing()
     assert any(r.body == INTERRUPT_BODY for r in session.transcript.reminders)
 
 
-# -- finish_step and audit_only (§4) ----------------------------------------------------------
+# -- finish_step and audit_only ---------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -1378,7 +1379,7 @@ async def test_queue_argument_is_used_instead_of_the_session_queue() -> None:
     assert len(session.queue) == 1
 
 
-# -- LoopResult (§3) --------------------------------------------------------------------------
+# -- LoopResult -------------------------------------------------------------------------------
 
 
 @pytest.mark.anyio
@@ -1558,7 +1559,7 @@ async def test_without_a_session_the_loop_makes_one_from_its_arguments() -> None
 
 @pytest.mark.anyio
 async def test_a_given_session_keeps_its_system_reminders_and_event_log() -> None:
-    # Spec 02 §3 (changed by issue 8): with session=, passing system, reminders or event_log
+    # With session= (since issue 8), passing system, reminders or event_log
     # other than their defaults is a ValueError naming the argument, never silently ignored.
     own_log = EventLog()
     other_log = EventLog()

@@ -1,7 +1,8 @@
 """Issue 8, the loop and its plug-ins: async providers, Usage records, bad modify actions,
 arguments a given session would ignore.
 
-Contract: spec 02 §3 (agent_loop with session=), §5 (providers), §6 (token_pressure), §7 (hooks).
+The rules: docs/session-loop.md, "The loop, step by step" (agent_loop with session=),
+"Providers", "Canonical providers" (token_pressure) and "Hooks".
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``LoopResult.requests`` keeps every request without copying the history into each.
 
-Contract: spec 02 §3 (``requests`` are kept for audits) and ARCHITECTURE convention 4 (a value
+The rules: ``requests`` are kept for audits (docs/session-loop.md, "The loop, step by step")
+and ARCHITECTURE convention 4 (a value
 handed out is a read-only view; measure what it costs): ``request.messages`` is an O(1) view,
 so a long run's requests cost O(1) memory each, not O(history).
 """

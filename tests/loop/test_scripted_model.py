@@ -1,8 +1,9 @@
 """Tests for the scripted test model that plays back responses and records requests.
 
-Contract: spec 02-session-loop §2 (``agent_reminders.testing.ScriptedModel``: playback in order,
-mappings and shorthands, ``.requests``, a clear error when the script runs out, ``loop=True``,
-``from_file`` for a JSON array or JSON Lines).
+The rules (docs/session-loop.md, "Test doubles"): ``agent_reminders.testing.ScriptedModel``
+plays back in order, takes mappings and shorthands, keeps ``.requests``, fails clearly when the
+script runs out, repeats with ``loop=True``, and reads a JSON array or JSON Lines with
+``from_file``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Issue 8, ``agent_reminders.testing``: strict script files, ``delay_seconds``,
 ``FunctionModel``, ``capture_events`` and the message builders.
 
-Contract: spec 02 §2 (ScriptedModel, its file format, delay_seconds), ARCHITECTURE.md
-(testing ships ScriptedModel, FunctionModel, capture_events).
+The rules: docs/session-loop.md, "Test doubles" (ScriptedModel, its file format,
+delay_seconds); ARCHITECTURE.md (testing ships ScriptedModel, FunctionModel, capture_events).
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ def marked(block: Any) -> bool:
 
 
 def expected_breakpoints(body: dict[str, Any]) -> set[tuple[str, int, int]]:
-    """The places 05 §1 puts ``cache_control`` on, as (part, message index, block index)."""
+    """The places ``to_anthropic`` puts ``cache_control`` on (docs/wire-formats.md, "Anthropic
+    cache breakpoints"), as (part, message index, block index)."""
     places: set[tuple[str, int, int]] = set()
     system = body.get("system") or []
     if system:

@@ -1,5 +1,5 @@
 """Property tests (Hypothesis) for the pure core: purity, append-only, escaping, neutralizing,
-projection (spec 01 §5-§8)."""
+projection (docs/core.md, "The rules")."""
 
 from __future__ import annotations
 
@@ -361,7 +361,7 @@ def reminder_queues(draw: st.DrawFn) -> list[Reminder]:
 
 
 def reference_project(queue: list[Reminder]) -> list[Reminder]:
-    """Spec §6, written out independently."""
+    """Projection (docs/core.md, "Projection"), written out independently."""
 
     def collapse(items: list[Reminder], key_of: Any) -> list[Reminder]:
         keep: list[Reminder] = []

@@ -158,8 +158,8 @@ def test_canonical_bodies_lint_clean(facts: FactStore) -> None:
     assert {name: found for name, found in flagged.items() if found} == {}
 
 
-def test_the_level_word_stays_in_capitals_as_the_spec_names_it(facts: FactStore) -> None:
-    # spec 02 §6: the body states the level word CAUTION, WARNING or CRITICAL; inside a
+def test_the_level_word_stays_in_capitals_as_the_provider_table_names_it(facts: FactStore) -> None:
+    # token_pressure's body states the level word CAUTION, WARNING or CRITICAL; inside a
     # sentence it is a level, not a shout
     bodies = canonical_bodies(facts)
     for used, level in ((700, "CAUTION"), (850, "WARNING"), (960, "CRITICAL")):

@@ -1,8 +1,8 @@
 """Issue 8, fact stores: bad paths, unencodable text, unusable and read-only stores.
 
-Contract: spec 06 §4 (FactStore, the project_facts path: a missing file is no facts and no
-error), 06 §2 (a foreign or corrupt file is a clear error naming it), 02 §5 / RMD-107
-(a provider that cannot use its resource raises ProviderSkippedError).
+The rules: a missing fact file is no facts and no error (docs/facts.md); a foreign or corrupt
+file is a clear error naming it (docs/storage.md, "What an error means"); a provider that cannot
+use its resource raises ProviderSkippedError, RMD-107 (docs/session-loop.md, "Providers").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fact store of spec 06 §4: ``FactStore`` on SQLite with an FTS5 index ranked by ``bm25()``.
+"""The fact store (docs/facts.md): ``FactStore`` on SQLite with an FTS5 index ranked by ``bm25()``.
 
 Covers validation (schema ``fact.v1``), round-trips, ranking, filters, FTS5-safe queries,
 deletion, large-store term selection, files and durability, and concurrent writers.
@@ -230,7 +230,7 @@ def test_more_matched_terms_rank_first_even_when_longer(tmp_path: Path) -> None:
 
 
 def test_scores_never_increase_down_the_list(store: FactStore) -> None:
-    """Spec 06 §4: recall is sorted by score, best first, and a higher score means a better
+    """Recall is sorted by score, best first, and a higher score means a better
     match — so the scores of the returned facts must not increase down the list, also when a
     fact matching more query terms is ranked above a shorter one-term match."""
     store.store_fact(fact("alpha alpha alpha"))

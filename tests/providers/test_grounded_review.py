@@ -1,4 +1,5 @@
-"""The canonical ``grounded_review`` provider (spec 02 §6): concrete failure evidence only."""
+"""The canonical ``grounded_review`` provider (docs/session-loop.md, "Canonical providers"):
+concrete failure evidence only."""
 
 from __future__ import annotations
 

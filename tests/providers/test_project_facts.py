@@ -1,4 +1,5 @@
-"""The canonical provider ``project_facts`` (spec 02 §6 row, spec 06 §4): when it fires, what
+"""The canonical provider ``project_facts`` (docs/session-loop.md, "Canonical providers";
+docs/facts.md, "The ``project_facts`` provider"): when it fires, what
 its body states, its lifecycle, its config, and its place among the canonical providers."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The six self-contained canonical providers of spec 02 §6: when they fire and what they say."""
+"""The six self-contained canonical providers (docs/session-loop.md, "Canonical providers"): when
+they fire and what they say."""
 
 from __future__ import annotations
 

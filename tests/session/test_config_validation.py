@@ -1,7 +1,7 @@
 """Issue 8, reminder options: canonical provider config is checked when options are parsed.
 
-Contract: spec 02 §1 (``reminders``: providers, config), §5 (lint), §6 (each canonical
-provider's config keys); RMD-104 (ConfigError).
+The rules: docs/session-loop.md, "Providers" (``reminders``: providers, config, the lint) and
+"Canonical providers" (each canonical provider's config keys); RMD-104 (ConfigError).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from agent_reminders.providers import CANONICAL_PROVIDERS
 
 CANONICAL_IDS = [p.id for p in CANONICAL_PROVIDERS]
 
-# Every config key spec 02 §6 and the providers' code read.
+# Every config key docs/session-loop.md ("Canonical providers") names and the providers' code read.
 DOCUMENTED_KEYS = {
     "token_pressure": {"context_window"},
     "idle_nudge": {"idle_seconds", "seconds"},
@@ -184,7 +184,7 @@ def test_lint_still_reports_rmd_007_next_to_rmd_104() -> None:
 def test_an_unknown_provider_id_is_an_error_when_the_session_fires() -> None:
     """Issue 8: ``Session(reminders={"providers": ["nope"]})`` no longer passes silently: an id
     that is neither canonical nor registered by the first fire is a ConfigError naming the
-    known ones (ids registered before that are user providers, spec 02 §5)."""
+    known ones (ids registered before that are user providers)."""
     from agent_reminders import ConfigError, Session
 
     session = Session(reminders={"providers": ["nope"], "config": {"other": {}}})

@@ -1,8 +1,9 @@
 """Tests for providers and ``session.fire``: registry, results, enablement, order, budget,
 unchanged durable reminders, short repeats and the provider lint.
 
-Contract: spec 02-session-loop §5 (providers) and §6 (the canonical table order), 01-core §3
-(codes RMD-001/005/006/007) and §10 (event order for a provider fire then a request).
+The rules: docs/session-loop.md, "Providers" and "Canonical providers" (the table order);
+docs/core.md, "Errors" (codes RMD-001/005/006/007) and "Lifecycle events" (event order for
+a provider fire then a request).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from agent_reminders import (
 PROVIDER_EVALUATED = "transcript.reminder.provider_evaluated"
 LIFECYCLE_PREFIX = "transcript.reminder."
 
-# spec 02 §6: the fixed evaluation order and the events each canonical provider subscribes to.
+# The fixed evaluation order and the events each canonical provider subscribes to
+# (docs/session-loop.md, "Canonical providers").
 CANONICAL_TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("token_pressure", ("on_budget_threshold",)),
     ("idle_nudge", ("session_idle",)),
@@ -745,7 +747,7 @@ def test_lint_agent_options_rmd_007_when_more_than_eight(reminders: Any) -> None
 
 
 def test_lint_agent_options_counts_the_eight_canonical_providers() -> None:
-    # eight canonical providers (02 §6) plus one user provider make nine
+    # eight canonical providers plus one user provider make nine
     (diag,) = lint_agent_options({"providers": ["mine"]})
     assert diag.code == "RMD-007"
     assert lint_agent_options({"enabled": False, "providers": ["a", "b"]}) == []

@@ -1,8 +1,9 @@
 """The firing policy moved out of ``Session`` (``agent_reminders.providers.fire``), provider
 errors, and async-safe provider I/O.
 
-Contract: spec 02 §5 (errors raised by ``evaluate`` are evented; ``ProviderSkippedError``,
-RMD-107, is evented and skipped), ARCHITECTURE "blocking I/O never runs on the event loop".
+The rules: errors raised by ``evaluate`` are evented; ``ProviderSkippedError``, RMD-107, is
+evented and skipped (docs/session-loop.md, "Providers"); ARCHITECTURE "blocking I/O never runs
+on the event loop".
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Issue 8, generators: ``fired`` is a boolean, strings are not lists, generator text is escaped.
 
-Contract: spec 01 (``provider_evaluated``: ``provider_id, event, fired``), 03 §2 to §4.
+The rules: ``provider_evaluated`` carries ``provider_id, event, fired`` (docs/session-loop.md,
+"Event payloads the loop sends to providers and hooks"); generators as docs/generators.md
+describes them.
 """
 
 from __future__ import annotations

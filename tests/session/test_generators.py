@@ -1,8 +1,8 @@
 """Tests for generators: the registry, the default registry, the interval clock, error
 isolation, the announced delta, the standalone injector and the ``Session`` integration.
 
-Contract: spec 03-generators (all sections) and 01-core §7 (the ``system_reminder`` envelope
-style), §8 (append-only placement).
+The rules: docs/generators.md, and docs/core.md, "The envelope" (the ``system_reminder``
+envelope style) and "Committing an envelope" (append-only placement).
 """
 
 from __future__ import annotations

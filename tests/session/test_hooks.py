@@ -1,8 +1,9 @@
 """Tests for hooks: tool hooks (exact names and globs), effects, actions, result replacement,
 receipts, session / step / persona / worker hooks and ``Hooks.dispatch``.
 
-Contract: spec 02-session-loop §7 (hooks), §3 (receipts, tool results in the loop), §6
-(``resume_continuity`` on ``worker_resumed``) and 01-core §3 (RMD-001, RMD-005, RMD-008).
+The rules: docs/session-loop.md, "Hooks", "The loop, step by step" (receipts, tool results in
+the loop) and "Canonical providers" (``resume_continuity`` on ``worker_resumed``); docs/core.md,
+"Errors" (RMD-001, RMD-005, RMD-008).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Tests for the injection queue and its delivery through ``Session.run_seam``.
 
-Contract: spec 02-session-loop §1 (fired_at_turn stamping, ttl), §4 (seams, delivery modes,
-``InjectionQueue``) and 04-bridge §3 (reminder payload checks in order, pending rows, revoke).
+The rules: docs/session-loop.md, "Turn stamping" (fired_at_turn, ttl) and "Seams and delivery
+modes" (``InjectionQueue``); docs/protocol.md, ``session/remind``,
+``session/pending_injections`` and ``session/revoke_reminder`` (reminder payload checks in
+order, pending rows, revoke).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ ALL_SEAMS = (
     "daemon_idle_post",
     "loop_exit",
 )
-# spec 02 §4: seam -> the delivery modes it drains.
+# seam -> the delivery modes it drains (docs/session-loop.md, "Seams and delivery modes").
 SEAM_TABLE: dict[str, set[str]] = {
     "iteration_start": {"interrupt_immediate", "finish_step"},
     "pre_tool_dispatch": {"interrupt_immediate"},
@@ -90,7 +92,7 @@ def _advance(session: Session, turns: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 04 §3 validation, rule by rule
+# session/remind's payload checks (docs/protocol.md), rule by rule
 
 
 @pytest.mark.parametrize("payload", [None, "a body", ["body", "x"], 3, ("body", "x")])
@@ -361,7 +363,7 @@ def test_remind_unknown_mode_is_rmd_002(mode: object) -> None:
         ({"body": ""}, {"mode": "bogus"}, "RMD-002", "body"),
     ],
 )
-def test_remind_checks_run_in_spec_order(
+def test_remind_checks_run_in_their_documented_order(
     payload: dict[str, Any], kw: dict[str, Any], code: str, mentions: str
 ) -> None:
     err = _rmd(payload, **kw)
@@ -687,7 +689,7 @@ def test_queue_error_is_a_value_error() -> None:
 # drain
 
 
-def test_seam_table_matches_spec() -> None:
+def test_seam_table_matches_the_documented_table() -> None:
     assert set(SEAMS) == set(ALL_SEAMS)
     assert {seam: {m.value for m in modes} for seam, modes in SEAMS.items()} == SEAM_TABLE
 

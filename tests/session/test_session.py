@@ -1,8 +1,8 @@
 """Tests for ``Session``: construction, state, requests, turns, compaction and sub-agents.
 
-Contract: spec 02-session-loop §1 (the session), §4 (queue drains at seams), §5 (providers),
-§7 (hooks) for the turn-stamping rule, and 01-core §8-§10 (append-only placement, sub-agent
-propagation, the event log).
+The rules: docs/session-loop.md (the session, "Turn stamping", "Seams and delivery modes",
+"Providers", "Hooks") and docs/core.md ("Committing an envelope": append-only placement;
+"Lifecycle events": sub-agent propagation, the event log).
 """
 
 from __future__ import annotations

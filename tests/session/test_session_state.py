@@ -2,8 +2,9 @@
 
 Contract: issue 8 deliverable 3 — one frozen record with a versioned, deterministic, strict
 JSON form (``RMD-106`` naming the field); ``Session.state()`` / ``Session.from_state`` /
-``Session.from_messages``; spec 06 §1 (what a store persists) and 04 §3 (delivered and revoked
-ids are remembered for the life of the session). The property test checks that a session
+``Session.from_messages``; what a store persists (docs/storage.md, "The protocol"); delivered
+and revoked ids are remembered for the life of the session (docs/protocol.md,
+``session/revoke_reminder``). The property test checks that a session
 saved and restored at any step sends byte-identical requests and ends in an equal state.
 """
 

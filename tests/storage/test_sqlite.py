@@ -192,7 +192,8 @@ def schema(path: Path) -> list[tuple[str, str]]:
 
 
 async def test_a_version_1_file_gains_the_lease_table(tmp_path: Path) -> None:
-    """Schema 1 -> 2 adds ``leases`` (spec 06 §3); what the file held is kept."""
+    """Schema 1 -> 2 adds ``leases`` (docs/storage.md, "The SQLite schema"); what the file held
+    is kept."""
     path = tmp_path / "state.db"
     async with SQLiteStore(path) as store:
         await store.create_session(Session(session_id="s1").state())

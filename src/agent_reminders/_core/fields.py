@@ -717,7 +717,7 @@ _given = _compile_given()
 
 
 def parse_reminder_options(options: object) -> ParsedOptions:
-    """Validate strict reminder options in the specified order; the first failure raises.
+    """Validate strict reminder options in docs/core.md's order; the first failure raises.
 
     Raises:
         ReminderError: ``RMD-001`` (``RMD-005`` for ``propagate``) naming the bad key.

@@ -59,8 +59,8 @@ class UUID7Factory:
     """Makes UUIDv7 strings; ids made later by one factory sort later.
 
     Within one millisecond a 12-bit counter (seeded randomly) keeps the order; if it overflows,
-    the timestamp is advanced by one millisecond, as RFC 9562 §6.2 allows. ``clock`` returns
-    nanoseconds since the epoch (default :func:`time.time_ns`); inject one in tests. The
+    the timestamp is advanced by one millisecond, as RFC 9562 allows (section 6.2). ``clock``
+    returns nanoseconds since the epoch (default :func:`time.time_ns`); inject one in tests. The
     random bits come from :func:`os.urandom`, read ahead in blocks.
 
     Example:

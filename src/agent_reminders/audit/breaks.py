@@ -10,7 +10,7 @@ from .._core.channels import is_downgrade
 from .._core.envelope import check_append_only
 from .readers import PromptSequence
 
-__all__ = ["AuditBreak", "BreakReason", "Breaks", "first_difference"]
+__all__ = ["AuditBreak", "BreakReason", "Breaks", "explain_break", "first_difference"]
 
 BreakReason = Literal[
     "message_changed", "messages_removed", "system_changed", "tools_changed", "channel_downgraded"
@@ -42,6 +42,40 @@ class AuditBreak:
     def to_json(self) -> dict[str, Any]:
         """``{"request", "message", "reason"}``, as in the ``--json`` object."""
         return {"request": self.request, "message": self.message, "reason": self.reason}
+
+
+def explain_break(brk: AuditBreak, *, compaction: bool = False, only: bool = False) -> str:
+    """What a break means, in plain words, for a person reading the report.
+
+    ``compaction``: ``brk`` is at the first request after a compaction the caller knows of
+    (the demo does); ``only``: it is the one such break of the report.
+
+    Example:
+        >>> explain_break(AuditBreak(request=3, message=-1, reason="system_changed"))
+        'the system prompt changed: the whole prompt after it is prefilled again'
+        >>> explain_break(AuditBreak(14, 0, "message_changed"), compaction=True, only=True)
+        'the one intended break: compaction at request 14'
+    """
+    k = brk.message
+    if compaction:
+        return f"{'the one' if only else 'an'} intended break: compaction at request {brk.request}"
+    if brk.reason == "message_changed" and k == 0:
+        return (
+            "message 0 changed: the history was rewritten (a compaction does this on purpose; "
+            "anything else breaks the provider's cache)"
+        )
+    return {
+        "message_changed": f"message {k} changed: an earlier message was edited after it was "
+        "sent, so the provider's cache holds only what came before it",
+        "messages_removed": f"messages removed from message {k} on: this request repeats only "
+        "the start of the one before it (a retry or a rewind does this)",
+        "system_changed": "the system prompt changed: the whole prompt after it is prefilled again",
+        "tools_changed": "the tool list changed: it comes before the messages, so the whole "
+        "prompt is prefilled again",
+        "channel_downgraded": f"message {k} went out in another role: a system note in the "
+        "middle of the conversation became a user message (the API no longer allowed it "
+        "there), so the cache holds only what came before it",
+    }[brk.reason]
 
 
 def first_difference(old: PromptSequence, new: PromptSequence) -> tuple[int, BreakReason] | None:

@@ -1,14 +1,24 @@
 """The audit as one self-contained HTML file: the figures, and per cache model an inline SVG
-chart of cached vs uncached prompt tokens per request with the prefix breaks marked. No
+chart of cached vs uncached prompt tokens per request with the prefix breaks marked. Every
+red mark says in words what it means (a break at a known compaction is the intended one). No
 network: no external style sheet, script, font or image."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from html import escape
 
 from .billed import CAUSES, BilledReport
 from .cache_models import MODELS, CacheModel
+from .explain import (
+    BreakWords,
+    miss_label,
+    miss_words,
+    misses_said,
+    misses_words,
+    ratio_words,
+)
 from .nag import NagReport
 from .report import AuditReport, RequestRow
 
@@ -31,10 +41,12 @@ h2 { font-size: 17px; margin: 30px 0 8px; }
 .sub { color: #59636e; margin: 0 0 20px; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; margin-bottom: 8px; }
 .card { background: #fff; border: 1px solid #d1d9e0; border-radius: 8px; padding: 10px 16px;
-        min-width: 170px; }
+        min-width: 170px; max-width: 400px; }
 .card .v { font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .card .k { color: #59636e; font-size: 13px; }
 .card.bad .v { color: #e03131; } .card.good .v { color: #2f9e44; }
+.card .why { font-size: 13px; margin-top: 6px; }
+.card.bad .why { color: #a51d1d; }
 table { border-collapse: collapse; background: #fff; border: 1px solid #d1d9e0;
         border-radius: 8px; overflow: hidden; }
 th, td { padding: 6px 14px; text-align: left; border-bottom: 1px solid #eef1f4; }
@@ -44,6 +56,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
          margin-bottom: 4px; }
 .chart svg { display: block; width: 100%; height: auto; }
 .legend { color: #59636e; font-size: 13px; margin: 4px 0 0; }
+.marks { font-size: 13px; margin: 2px 0 0; color: #a51d1d; }
+.marks.ok { color: #59636e; }
 .sw { display: inline-block; width: 11px; height: 11px; border-radius: 2px;
       vertical-align: -1px; margin: 0 4px 0 12px; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 8px; padding: 8px 14px; }
@@ -144,7 +158,7 @@ class _Frame:
         return "".join(self.parts)
 
 
-def _chart(report: AuditReport, model: CacheModel) -> str:
+def _chart(report: AuditReport, model: CacheModel, explained: BreakWords) -> str:
     rows = report.rows
     frame = _Frame(
         len(rows),
@@ -158,8 +172,9 @@ def _chart(report: AuditReport, model: CacheModel) -> str:
             brk.request,
             _TOP,
             f'class="break" data-request="{brk.request}"',
-            f"break at request {brk.request}: {brk.reason} (message {brk.message})",
-            brk.reason if labels else None,
+            f"break at request {brk.request}: {brk.reason} (message {brk.message}): "
+            + explained.words(brk),
+            explained.label(brk) if labels else None,
         )
     for row in rows:
         cached, uncached = row.cached[model], row.uncached(model)
@@ -173,10 +188,12 @@ def _chart(report: AuditReport, model: CacheModel) -> str:
     return frame.close([r.index for r in rows])
 
 
-def _card(key: str, value: str, tone: str = "") -> str:
+def _card(key: str, value: str, tone: str = "", why: str = "") -> str:
+    """A figure, what it is, and (``why``) what its value means."""
+    words = f'<div class="why">{escape(why)}</div>' if why else ""
     return (
         f'<div class="card {tone}"><div class="v">{escape(value)}</div>'
-        f'<div class="k">{escape(key)}</div></div>'
+        f'<div class="k">{escape(key)}</div>{words}</div>'
     )
 
 
@@ -188,17 +205,25 @@ def _nag_card(nag: NagReport | None) -> str:
     parts = [f"{o.requests_with_directive_share:.0%} of requests carry a new one"]
     if o.directive_share is not None:
         parts.append(f"{o.directive_share:.1%} of the final prompt")
-    parts.append(f"{o.fast_repeats} fast repeats")
+    parts.append(f"{o.fast_repeats} fast repeat{'' if o.fast_repeats == 1 else 's'}")
     if o.ignored_checked:
         parts.append(f"{o.ignored_heuristic} of {o.ignored_checked} ignored (heuristic)")
+    why = (
+        f"{o.fast_repeats} fast repeat{'s' if o.fast_repeats > 1 else ''}: the same reminder "
+        f"again within {nag.fast_repeat_window} requests (a model told the same thing that "
+        "soon tends to skip it)"
+        if o.fast_repeats
+        else ""
+    )
     return _card(
         "nag rate: directive fires per 100 model calls · " + " · ".join(parts),
         f"{o.fires_per_100_calls:.1f}",
         "bad" if o.fast_repeats else "",
+        why,
     )
 
 
-def _break_rows(rows: tuple[RequestRow, ...]) -> str:
+def _break_rows(rows: tuple[RequestRow, ...], explained: BreakWords) -> str:
     out = []
     for row in rows:
         brk = row.prefix_break
@@ -208,7 +233,7 @@ def _break_rows(rows: tuple[RequestRow, ...]) -> str:
             f'<tr><td class="n">{brk.request}</td>'
             f'<td class="n">{"" if brk.line is None else brk.line}</td>'
             f'<td>{escape(brk.session_id or "")}</td><td class="n">{brk.message}</td>'
-            f"<td>{escape(brk.reason)}</td>"
+            f"<td>{escape(brk.reason)}</td><td>{escape(explained.words(brk))}</td>"
             f'<td class="n">{row.uncached("exact"):,}</td></tr>'
         )
     return "".join(out)
@@ -240,9 +265,9 @@ def _timeline(billed: BilledReport) -> str:
             position,
             frame.head - (shown % 3) * _LABEL_ROW,
             f'class="miss" data-request="{miss.request}" data-cause="{miss.cause}"',
-            f"miss at request {miss.request}: {miss.cause} — {miss.detail}; "
+            f"miss at request {miss.request}: {miss_words(miss)} — {miss.detail}; "
             f"{miss.tokens:,} tokens not read, {_money(miss.cost)}",
-            f"{miss.cause} {_money(miss.cost)}" if labels else None,
+            f"{miss_label(miss)} {_money(miss.cost)}" if labels else None,
         )
         shown += 1
     for position, row in enumerate(rows):
@@ -280,6 +305,7 @@ def _label(x: float, y: float, text: str) -> str:
 def _billed_section(billed: BilledReport) -> str:
     """What the provider billed: the summary a person looks at, the timeline, the misses."""
     misses = billed.misses
+    tone, caption = misses_words(misses)
     saved = billed.cost - billed.miss_cost
     causes = billed.by_cause()
     cards = "".join(
@@ -289,7 +315,8 @@ def _billed_section(billed: BilledReport) -> str:
             _card(
                 "cache misses (share of the bill)",
                 f"{len(misses)} ({billed.miss_share:.1%})",
-                "bad" if misses else "good",
+                tone,
+                caption,
             ),
             _card("input read from the cache", f"{billed.read_share:.1%}"),
         ]
@@ -314,7 +341,7 @@ def _billed_section(billed: BilledReport) -> str:
     )
     miss_rows = "".join(
         f'<tr><td class="n">{m.request}</td><td>{escape(_where(billed, m.request))}</td>'
-        f"<td>{escape(m.cause)}</td><td>{escape(m.detail)}</td>"
+        f"<td>{escape(miss_words(m))}</td><td>{escape(m.detail)}</td>"
         f'<td class="n">{m.tokens:,}</td><td class="n">{_money(m.cost)}</td></tr>'
         for m in misses
     )
@@ -350,7 +377,15 @@ def _billed_section(billed: BilledReport) -> str:
         f'<p class="legend"><span class="sw" style="background:{_CACHED}"></span>read'
         f'<span class="sw" style="background:{_WRITTEN}"></span>written'
         f'<span class="sw" style="background:{_UNCACHED}"></span>uncached'
-        f'<span class="sw" style="background:{_BREAK}"></span>cache miss</p>{tables}'
+        f'<span class="sw" style="background:{_BREAK}"></span>cache miss</p>'
+        + (
+            f'<p class="marks {"ok" if tone != "bad" else ""}">Red dashed line: a cache miss, '
+            "a request that could not read from the cache what the one before it left there. "
+            f"Here: {escape(misses_said(misses))}.</p>"
+            if misses
+            else ""
+        )
+        + tables
     )
 
 
@@ -366,8 +401,31 @@ def _where(billed: BilledReport, request: int) -> str:
     return " · ".join(parts)
 
 
-def render_html(report: AuditReport) -> str:
+def _marks_words(explained: BreakWords) -> str:
+    """Under a chart: what its red marks are."""
+    if not explained.breaks:
+        return ""
+    said = "; ".join(
+        explained.words(b)
+        if b in explained.intended
+        else f"request {b.request}: " + explained.words(b)
+        for b in explained.breaks[:3]
+    )
+    more = len(explained.breaks) - 3
+    said += f"; and {more} more (the table below)" if more > 0 else ""
+    tone = "marks ok" if explained.all_intended else "marks"
+    return (
+        f'<p class="{tone}">Red dashed line: a prefix break, a request that does not begin '
+        f"with the one before it. Here: {escape(said)}.</p>"
+    )
+
+
+def render_html(report: AuditReport, *, compactions: Collection[int] = ()) -> str:
     """The report as one self-contained HTML page (inline styles and SVG, no network).
+
+    ``compactions``: the first request after each compaction the caller knows of (the demo
+    passes ``DemoResult.compaction_request``); a break there is labelled the intended one.
+    Otherwise each break says what its reason means.
 
     Example:
         >>> from agent_reminders.audit import audit_requests
@@ -378,9 +436,11 @@ def render_html(report: AuditReport) -> str:
     """
     if not report.rows:  # a coding agent's session files: the provider's numbers only
         return _page(report, f"format {report.format} · {report.requests:,} requests", "")
+    explained = BreakWords(report.prefix_breaks, compactions)
     breaks = len(report.prefix_breaks)
     cost = report.cost_ratio
     head = f"format {report.format} · encoding {report.encoding} · {report.requests:,} requests"
+    ideal = report.uncached_over_final <= 1.02
     cards = "".join(
         [
             _card("prompt tokens, all requests", f"{report.prompt_tokens:,}"),
@@ -388,9 +448,15 @@ def render_html(report: AuditReport) -> str:
             _card(
                 "uncached ÷ final (ideal 1.0)",
                 f"{report.uncached_over_final:.3f}",
-                "good" if report.uncached_over_final <= 1.02 else "bad",
+                "good" if ideal else "" if explained.all_intended else "bad",
+                "" if ideal else ratio_words(report, explained),
             ),
-            _card("prefix breaks", str(breaks), "bad" if breaks else "good"),
+            _card(
+                "prefix breaks",
+                str(breaks),
+                "good" if not breaks else "" if explained.all_intended else "bad",
+                explained.card(),
+            ),
             _card(
                 "directive tokens (overhead)",
                 f"{report.directive_tokens:,} ({report.directive_overhead:.2%})",
@@ -407,12 +473,14 @@ def render_html(report: AuditReport) -> str:
         f"<td class='n'>{report.uncached_tokens[m]:,}</td><td class='n'>—</td></tr>"
         for m in MODELS
     )
+    marks = _marks_words(explained)
     charts = "".join(
         f"<h2>{m}: {report.reuse[m]:.2%} of prompt tokens cached</h2>"
-        f'<div class="chart" data-model="{m}">{_chart(report, m)}</div>'
-        f'<p class="legend"><span class="sw" style="background:{_CACHED}"></span>cached'
-        f'<span class="sw" style="background:{_UNCACHED}"></span>uncached'
-        f'<span class="sw" style="background:{_BREAK}"></span>prefix break</p>'
+        f'<div class="chart" data-model="{m}">{_chart(report, m, explained)}</div>'
+        f'<p class="legend"><span class="sw" style="background:{_CACHED}"></span>cached (read '
+        f'from the cache)<span class="sw" style="background:{_UNCACHED}"></span>uncached '
+        f'(prefilled anew)<span class="sw" style="background:{_BREAK}"></span>prefix break</p>'
+        f"{marks}"
         for m in MODELS
     )
     note = (
@@ -422,8 +490,8 @@ def render_html(report: AuditReport) -> str:
     )
     breaks_table = (
         "<h2>Prefix breaks</h2><table><tr><th>request</th><th>line</th><th>session</th>"
-        "<th>message</th><th>reason</th><th>prefilled (exact)</th></tr>"
-        f"{_break_rows(report.rows)}</table>"
+        "<th>message</th><th>reason</th><th>what it means</th><th>prefilled (exact)</th></tr>"
+        f"{_break_rows(report.rows, explained)}</table>"
         if breaks
         else "<h2>Prefix breaks</h2><p>None: every request extends the one before it.</p>"
     )

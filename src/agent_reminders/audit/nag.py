@@ -351,7 +351,7 @@ def nag_from_events(
 
     Example:
         >>> from agent_reminders import Session
-        >>> session = Session()
+        >>> session = Session(reminders={"restraint": False})  # every fire goes through
         >>> for turn in range(3):
         ...     _ = session.fire("on_budget_threshold",
         ...                      {"context_tokens": 800, "context_window": 1000})

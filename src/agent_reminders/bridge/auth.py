@@ -17,7 +17,10 @@ from .._core.errors import ConfigError
 from .._core.fields import Authority, coerce_enum
 from .errors import SCOPE_DENIED, RpcError
 
-__all__ = ["Scope", "find_token", "parse_tokens"]
+__all__ = ["TOKEN_KEYS", "Scope", "find_token", "parse_tokens"]
+
+# The keys of a [[tokens]] table (docs/protocol.md, "Tokens and scopes").
+TOKEN_KEYS = ("token", "token_env", "sessions", "max_authority", "prompt", "admin", "cadence")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -72,8 +75,7 @@ def parse_tokens(entries: object, where: str) -> tuple[Scope, ...]:
         at = f"{where}: tokens[{index}]"
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{at} must be a table")
-        known = {"token", "token_env", "sessions", "max_authority", "prompt", "admin", "cadence"}
-        unknown = sorted(set(entry) - known)
+        unknown = sorted(set(entry) - set(TOKEN_KEYS))
         if unknown:
             raise ConfigError(f"{at}: unknown key(s) {', '.join(unknown)}")
         token = entry.get("token")

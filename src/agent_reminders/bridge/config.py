@@ -14,7 +14,14 @@ from .._core.errors import ConfigError, ReminderError
 from .._core.fields import DEFAULT_MAX_BODY_BYTES
 from .auth import Scope, parse_tokens
 
-__all__ = ["BridgeSettings", "DEFAULT_LEASE_SECONDS", "MIN_LEASE_SECONDS", "load_settings"]
+__all__ = [
+    "BridgeSettings",
+    "DEFAULT_LEASE_SECONDS",
+    "MIN_LEASE_SECONDS",
+    "SERVER_KEYS",
+    "SERVER_SETTINGS",
+    "load_settings",
+]
 
 DEFAULT_LEASE_SECONDS = 30.0
 # renewed every third of it: below this a worker would spend its time renewing
@@ -105,8 +112,8 @@ class BridgeSettings:
             raise ConfigError(f"nonce must be true or false; got {self.nonce!r}")
 
 
-# The [server] keys (docs/protocol.md, "Limits").
-_SERVER_KEYS = {
+# The [server] keys of the config file and the types they take (docs/protocol.md, "Limits").
+SERVER_KEYS: dict[str, Any] = {
     "allowed_origins": list,
     "max_frame_bytes": int,
     "max_body_bytes": int,
@@ -117,7 +124,8 @@ _SERVER_KEYS = {
     "channel": str,
     "nonce": bool,
 }
-_APPLIED = {
+# The BridgeSettings field each [server] key sets.
+SERVER_SETTINGS: dict[str, str] = {
     "allowed_origins": "allowed_origins",
     "rate_per_second": "rate_per_second",
     "idle_timeout_seconds": "idle_timeout_seconds",
@@ -152,9 +160,9 @@ def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
         if not isinstance(server, dict):
             raise ConfigError(f"config {path}: [server] must be a table")
         for key, value in server.items():
-            kind = _SERVER_KEYS.get(key)
+            kind = SERVER_KEYS.get(key)
             if kind is None:
-                known = ", ".join(sorted(_SERVER_KEYS))
+                known = ", ".join(sorted(SERVER_KEYS))
                 raise ConfigError(f"config {path}: unknown key server.{key}; known: {known}")
             if key == "lease_seconds":
                 check_lease_seconds(value, f"config {path}: server.lease_seconds")
@@ -169,8 +177,8 @@ def load_settings(path: Path | None, **flags: Any) -> BridgeSettings:
                     raise ConfigError(f"config {path}: server.nonce must be true or false")
             elif not isinstance(value, kind) or isinstance(value, bool) or not positive:
                 raise ConfigError(f"config {path}: server.{key} has a bad value {value!r}")
-            if key in _APPLIED:
-                values[_APPLIED[key]] = tuple(value) if isinstance(value, list) else value
+            if key in SERVER_SETTINGS:
+                values[SERVER_SETTINGS[key]] = tuple(value) if isinstance(value, list) else value
         if "tokens" in data:
             values["tokens"] = parse_tokens(data["tokens"], f"config {path}")
     values.update({k: v for k, v in flags.items() if v is not None})

@@ -1,14 +1,17 @@
 """``agent-reminders demo``: a scripted coding-agent session, its timeline and its audit
 (docs/demo.md).
 
-The timeline is ``rich`` on a terminal and plain lines when piped; the request log and the
-HTML report go to ``--out``; the audit summary comes last (``--json``: the audit object only).
+By default a few plain lines: what happened, which reminders reached the model and why, the
+prompt-cache reuse, the files and what to try next. ``--verbose``: the timeline (``rich`` on a
+terminal, plain lines when piped), the audit tables and the nag rate. The request log and the
+HTML report go to ``--out`` (``--json``: the audit object only).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -33,6 +36,7 @@ __all__ = [
     "demo",
     "nag_lines",
     "plain_lines",
+    "short_lines",
 ]
 
 DEFAULT_OUT = Path(".agent-reminders") / "demo"
@@ -147,6 +151,39 @@ def _print_rich(rows: Sequence[Row], console: Console) -> None:
     console.print(table)
 
 
+def short_lines(
+    result: DemoResult, report: AuditReport, held: bool, requests: Path, html: Path
+) -> list[str]:
+    """The default output: the story in plain words, the prompt-cache reuse, the files and
+    the next commands (``held``: the audit found the one break, at the compaction)."""
+    from ..demo.story import WIDTH, story_lines
+
+    at = result.compaction_request
+    cache = (
+        f"Prompt cache: {report.reuse['exact']:.0%} of the {report.prompt_tokens:,} prompt "
+        "tokens could be read from the provider's cache, because every request began with "
+        "the one before it. "
+    )
+    if held:
+        cache += f"The one exception, by design: request {at}, the first after the compaction."
+    else:
+        found = ", ".join(str(b.request) for b in report.prefix_breaks) or "none"
+        cache += (
+            f"Not here: the one exception expected was request {at}, the first after the "
+            f"compaction; the audit found breaks at requests {found}."
+        )
+    return [
+        *story_lines(result),
+        "",
+        *textwrap.wrap(cache, WIDTH),
+        "",
+        f"Wrote {requests} ({len(result.requests)} requests, as the model got them)",
+        f"  and {html} (the audit report: open it in a browser).",
+        "Next: agent-reminders demo --verbose   (turn by turn, with the audit's tables)",
+        f"      agent-reminders audit {requests}",
+    ]
+
+
 def _print(
     result: DemoResult, report: AuditReport, verdict: str, requests: Path, html: Path
 ) -> None:
@@ -220,15 +257,24 @@ def demo(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print only the audit object (JSON), no timeline.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Print the whole timeline (what fired and why, turn by turn), the audit "
+            "tables and the nag rate instead of the short summary.",
+        ),
+    ] = False,
 ) -> None:
     """Run a scripted coding-agent session offline and show what the reminders did.
 
     About 30 turns of the real agent_loop on a scripted model, with the canonical providers,
     a generator, hooks, host pushes in each delivery mode, a compaction and a sub-agent. It
-    prints the timeline (each turn: what fired and why, what the request carried, what
-    expired), writes the parent session's requests and the audit report to --out, and ends
-    with the audit: exactly one prefix break, at the compaction. The same bytes on every run.
-    Exit 1 when the audit finds any other break.
+    says in a few lines which reminders reached the model and why, and how much of the
+    prompt a provider's cache could reuse; it writes the parent session's requests and the
+    audit report to --out. --verbose prints the timeline (each turn: what fired and why, what
+    the request carried, what expired) and the audit tables. The same bytes on every run.
+    Exit 1 when the audit finds any prefix break other than the one at the compaction.
     """
     from ..audit import render_html
     from ..demo import run_demo
@@ -243,14 +289,18 @@ def demo(
     _write_requests(result, requests_path)
     report = _audit(requests_path)
     report_path = out / REPORT_FILE
-    report_path.write_text(render_html(report), encoding="utf-8")
+    page = render_html(report, compactions=(result.compaction_request,))
+    report_path.write_text(page, encoding="utf-8")
     verdict, held = _verdict(result, report)
-    if as_json:
-        # the keys in their documented order, as `audit --json` prints them
-        typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
-        if report.tokenizer_note:
-            typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)
-    else:
+    if verbose and not as_json:
         _print(result, report, verdict, requests_path, report_path)
+    else:
+        if as_json:  # the keys in their documented order, as `audit --json` prints them
+            typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        else:
+            for line in short_lines(result, report, held, requests_path, report_path):
+                typer.echo(line)
+        if report.tokenizer_note:  # the table says it with --verbose
+            typer.echo(f"note: token counts are bytes/4: {report.tokenizer_note}", err=True)
     if not held:
         raise fail(verdict)

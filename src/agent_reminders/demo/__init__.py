@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from .run import DemoResult, demo_script, run_demo
 from .scenario import DEFAULT_TURNS, MAX_TURNS, MIN_TURNS
-from .timeline import ENTRY_KINDS, Entry, EntryKind, Recorder, Row
+from .timeline import ENTRY_KINDS, Delivery, Entry, EntryKind, Recorder, Row
 
 __all__ = [
     "DEFAULT_TURNS",
+    "Delivery",
     "DemoResult",
     "ENTRY_KINDS",
     "Entry",

@@ -49,7 +49,7 @@ from .scenario import (
     HostPush,
     task_beats,
 )
-from .timeline import Recorder, Row
+from .timeline import Delivery, Recorder, Row
 
 __all__ = ["DemoResult", "demo_script", "run_demo"]
 
@@ -73,6 +73,8 @@ class DemoResult:
             a request that got no answer.
         nag: The parent session's nag rate (docs/audit.md, "Nag rate"), from ``events``: per
             ``requests``, its share of the last request's input tokens.
+        deliveries: Each reminder each request carried (the parent's and the sub-agent's),
+            in order, and the items that went to the audit trail only (``request`` ``None``).
     """
 
     requests: tuple[ModelRequest, ...]
@@ -84,6 +86,7 @@ class DemoResult:
     model: str
     usages: tuple[Usage | None, ...]
     nag: NagReport
+    deliveries: tuple[Delivery, ...] = ()
 
 
 def _responses(beats: Sequence[Beat], prefix: str, start: int = 0) -> list[dict[str, Any]]:
@@ -359,6 +362,7 @@ class _Demo:
             model=self.parent.name,
             usages=usages,
             nag=nag,
+            deliveries=tuple(self.recorder.deliveries()),
         )
 
 

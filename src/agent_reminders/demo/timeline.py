@@ -19,7 +19,7 @@ from ..providers.fire import short_repeat_text
 from ..session import Session
 from .scenario import HostPush
 
-__all__ = ["ENTRY_KINDS", "Entry", "EntryKind", "Recorder", "Row", "excerpt"]
+__all__ = ["Delivery", "ENTRY_KINDS", "Entry", "EntryKind", "Recorder", "Row", "excerpt"]
 
 EntryKind = Literal["note", "user", "sent", "model", "fired", "host", "expired", "audit"]
 ENTRY_KINDS: tuple[EntryKind, ...] = (
@@ -60,6 +60,23 @@ class Row:
     who: str
     turn: int | None
     entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A reminder that reached a request (or, ``request`` ``None``, the audit trail only).
+
+    ``who`` is ``"agent"`` or ``"reviewer"``; ``label`` and ``why`` are what the timeline
+    says (``"grounded_review"``, ``"post_tool_use"``); ``repeat`` marks a short repeat.
+    """
+
+    who: str
+    request: int | None
+    reminder_id: str
+    label: str
+    why: str
+    body: str
+    repeat: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +182,21 @@ class _Builder:
     replaced: dict[str, list[str]] = field(default_factory=dict)
     pushes: dict[str, HostPush] = field(default_factory=dict)
     calls: dict[str, tuple[str, _Key, int]] = field(default_factory=dict)  # id -> session, line
+    why: dict[tuple[str, str], str] = field(default_factory=dict)
+    deliveries: list[Delivery] = field(default_factory=list)
+
+    def deliver(self, session_id: str, request: int | None, rid: str) -> None:
+        self.deliveries.append(
+            Delivery(
+                who=self.who.get(session_id, session_id),
+                request=request,
+                reminder_id=rid,
+                label=self.labels.get((session_id, rid), "?"),
+                why=self.why.get((session_id, rid), "?"),
+                body=self.bodies.get(rid, ""),
+                repeat=self.repeat(rid),
+            )
+        )
 
     def open(self, key: _Key, *sessions: str) -> None:
         self.rows.setdefault(key, [])
@@ -215,6 +247,8 @@ class _Builder:
         )
         carried = ", ".join(self.name(item.session_id, r) for r in sent) or "no new directive"
         request = "request" if who == "agent" else f"{who} request"
+        for rid in sent:
+            self.deliver(item.session_id, item.turn, rid)
         self.add(item.session_id, "sent", f"{request} {item.turn} ({size}): {carried}")
         calls = item.message.get("tool_calls") or []
         if not calls:
@@ -266,6 +300,9 @@ class _Builder:
         for rid in map(str, p.get("delivered_ids") or []):
             push = self.pushes.get(rid)
             if seam == "loop_exit" and push is not None:
+                self.labels[(session_id, rid)] = f"host:{push.who}"
+                self.why[(session_id, rid)] = push.mode
+                self.deliver(session_id, None, rid)
                 self.add(
                     session_id,
                     "audit",
@@ -296,6 +333,7 @@ class _Builder:
         else:
             label, why = "inject", "session.inject"
         self.labels[(session_id, rid)] = label
+        self.why[(session_id, rid)] = why
         replaced = [r for r in self.replaced.pop(rid, []) if not self.repeat(r)]
         if self.repeat(rid):
             return  # shown in the request that carries it, marked *
@@ -378,6 +416,18 @@ class Recorder:
 
     def rows(self) -> list[Row]:
         """The timeline, one row per turn (and per note), in the order things happened."""
+        return [
+            Row(title=title, who=who, turn=turn, entries=tuple(entries))
+            for (who, turn, title), entries in self._build().rows.items()
+            if entries
+        ]
+
+    def deliveries(self) -> list[Delivery]:
+        """Each reminder each request carried, in order (and the audit-only items)."""
+        return list(self._build().deliveries)
+
+    def _build(self) -> _Builder:
+        """One pass over everything recorded: the rows and the deliveries."""
         for session in self.sessions.values():
             self.sweep(session)
         delivered: dict[str, str] = {}
@@ -393,8 +443,4 @@ class Recorder:
         )
         for item in self.items:
             builder.item(item)
-        return [
-            Row(title=title, who=who, turn=turn, entries=tuple(entries))
-            for (who, turn, title), entries in builder.rows.items()
-            if entries
-        ]
+        return builder

@@ -246,8 +246,7 @@ def config_problems(spec: ProviderSpec, config: Mapping[str, Any] | None) -> lis
         return []
     schema = spec.config_schema
     where = f"reminders.config.{spec.id}"
-    known = ", ".join(sorted(schema)) or f"none ({spec.id} takes no config of its own)"
-    known += f"; every provider also takes {', '.join(COMMON_CONFIG)}"
+    known = ", ".join(sorted(schema)) or f"none ({spec.id} takes no config)"
     problems = [
         f"unknown key {key!r} in {where}; known keys: {known}"
         for key in config
@@ -280,9 +279,10 @@ def common_config_problems(config: Mapping[str, Any], where: str) -> list[str]:
     """What is wrong with ``config``'s ``cadence`` and ``interval``, one message each.
 
     Example:
-        >>> common_config_problems({"interval": 0, "cadence": {"every": 2}}, "c")
-        ["c.cadence: unknown key(s) every; it takes first_after, cooldown_turns, max_fires", \
-'c.interval must be an int > 0; got 0']
+        >>> for problem in common_config_problems({"interval": 0, "cadence": {"every": 2}}, "c"):
+        ...     print(problem)
+        c.cadence: unknown key(s) every; it takes first_after, cooldown_turns, max_fires
+        c.interval must be an int > 0; got 0
     """
     problems = []
     if config.get("cadence") is not None:

@@ -286,9 +286,10 @@ def _paced(item: ParsedOptions, spec: ProviderSpec, ctx: ProviderContext) -> Par
     values = {}
     for name in CADENCE_FIELDS:
         mine = getattr(item, name)
-        values[name] = override[name] if name in override else defaults.get(name, mine)
-        if name not in override and mine is not None:
-            values[name] = mine
+        if name in override:
+            values[name] = override[name]
+        else:
+            values[name] = defaults.get(name) if mine is None else mine
     return replace(item, **values)
 
 
