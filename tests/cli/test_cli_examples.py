@@ -159,9 +159,16 @@ def test_workers_benchmark_runs(tmp_path: Path) -> None:
     assert rows[1:] == [["| sqlite", "1"], ["| redis", "1"], ["| redis", "2"]]
 
 
-def test_readme_example_runs() -> None:
+def readme_python_block(marker: str) -> str:
+    """The README's one Python block that holds ``marker``."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    (code,) = [b for b in blocks if marker in b]
+    return code
+
+
+def test_readme_example_runs() -> None:
+    code = readme_python_block("check_append_only(requests)")
     namespace: dict[str, object] = {}
     exec(compile(code, "README.md", "exec"), namespace)
     kinds = namespace["log"].records  # type: ignore[attr-defined]
@@ -171,6 +178,28 @@ def test_readme_example_runs() -> None:
         "iteration_summary",
         "expired",
     ]
+
+
+def test_readme_langchain_example_runs_and_sends_the_reminder(monkeypatch) -> None:
+    """The README's first example, the LangChain one, as it stands: its ``ChatOpenAI`` talks to a
+    local recording server (``OPENAI_BASE_URL``), and the pushed reminder is in the request."""
+    pytest.importorskip("langchain_openai")
+    from agent_reminders.testing import RecordingModelServer
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = readme_python_block("ChatOpenAI(model=")
+    assert text.index(code) < text.index(readme_python_block("check_append_only(requests)"))
+    with RecordingModelServer([{"content": "On it."}]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+        namespace: dict[str, object] = {}
+        exec(compile(code, "README.md", "exec"), namespace)
+    (request,) = server.requests
+    messages = request.json["messages"]
+    assert messages[0] == {"role": "user", "content": "Fix the parser."}
+    assert "CI is red on main." in messages[-1]["content"]
+    assert "<context-directives" in messages[-1]["content"]
 
 
 @pytest.mark.parametrize(

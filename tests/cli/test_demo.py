@@ -414,6 +414,11 @@ def test_the_docs_quote_the_real_output(tmp_path: Path, monkeypatch: pytest.Monk
     docs = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
     quoted = [b.split("```", 1)[0] for b in docs.split("```text\n")[1:]]
     assert len(quoted) >= 5
+    # and the README's, under "What `make demo` shows"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## What `make demo` shows\n", 1)[1].split("\n## ", 1)[0]
+    (shown,) = [b.split("```", 1)[0] for b in section.split("```text\n")[1:]]
+    quoted.append(shown)
     for block in quoted:
         for line in block.splitlines():
             assert line in printed, line
