@@ -185,7 +185,8 @@ async def test_openai_on_its_own_endpoint_gets_system_messages_in_place() -> Non
             httpx.AsyncClient(transport=ToServer(server)) as http,
             openai.AsyncOpenAI(api_key="k", max_retries=0, http_client=http) as client,  # type: ignore[arg-type]
         ):
-            model = OpenAIChatModel("gpt-5", provider=OpenAIProvider(openai_client=client))
+            # gpt-4.1: a model no provider has deprecated (pydantic-ai warns for the others)
+            model = OpenAIChatModel("gpt-4.1", provider=OpenAIProvider(openai_client=client))
             capability = ReminderCapability()
             agent = Agent(model, system_prompt="You are careful.", capabilities=[capability])
 
@@ -198,7 +199,7 @@ async def test_openai_on_its_own_endpoint_gets_system_messages_in_place() -> Non
             capability.session.inject({"body": NOTE, "ttl_turns": 5})
             await agent.run("go")
     assert capability.session.model == ModelInfo(
-        provider="openai", name="gpt-5", base_url="https://api.openai.com/v1/"
+        provider="openai", name="gpt-4.1", base_url="https://api.openai.com/v1/"
     )
     first, second = (r.json["messages"] for r in server.requests)
     roles = [(m["role"], ENVELOPE in json.dumps(m.get("content"))) for m in second]

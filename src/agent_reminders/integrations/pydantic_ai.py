@@ -48,6 +48,7 @@ Example:
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,6 +83,9 @@ from .._core.request import ModelInfo, ToolCall, ToolResult, Usage
 from ..hooks import Hooks
 from ..loop.steps import blocked_result
 from ..session import Session
+
+# pydantic-ai's advice (2.78 and later) to a capability that enqueues a SystemPromptPart itself
+_BARE_PART_ADVICE = r"Capability .* enqueued a bare `SystemPromptPart`"
 
 __all__ = ["ReminderCapability"]
 
@@ -193,8 +197,13 @@ class ReminderCapability(AbstractCapability[Any]):
         added = await self._driver.abefore_model(session, task=_text(ctx.prompt))
         if added:
             # From a before_model_request hook, pydantic-ai delivers this into the request being
-            # prepared and into the run's persisted history.
-            ctx.enqueue(*(ModelRequest(parts=[_part(m, in_place)]) for m in added))
+            # prepared and into the run's persisted history. pydantic-ai 2.78 and later ask a
+            # capability to say what it says through a part the framework renders; the envelope
+            # is rendered here, byte for byte the session's (what keeps the prefix the same), so
+            # it stays a SystemPromptPart and that advice is not for it.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", _BARE_PART_ADVICE, UserWarning)
+                ctx.enqueue(*(ModelRequest(parts=[_part(m, in_place)]) for m in added))
         return request_context
 
     async def after_model_request(
