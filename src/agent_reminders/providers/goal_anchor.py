@@ -18,21 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.envelope import message_text
 from .base import ConfigSchema, ProviderContext, ProviderSpec, canonical_reminder, mapping_or_empty
 
 __all__ = ["CONFIG", "DEFAULT_INTERVAL", "MAX_GOAL_CHARS", "PROVIDER", "evaluate"]
 
 DEFAULT_INTERVAL = 10
 MAX_GOAL_CHARS = 1000
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):  # content blocks: their text parts
-        parts = [b.get("text") for b in content if isinstance(b, Mapping)]
-        return "\n".join(p for p in parts if isinstance(p, str))
-    return ""
 
 
 _PREFIX = "The goal of this task, restated so it stays in view: "
@@ -51,7 +43,7 @@ def _goal(ctx: ProviderContext, config: Mapping[str, Any]) -> str | None:
         return None
     for message in ctx.transcript.message_view():
         if message.get("role") == "user" and "directive_ids" not in message:
-            text = " ".join(_text(message.get("content")).split())
+            text = " ".join(message_text(message).split())
             if text:
                 return text if len(text) <= MAX_GOAL_CHARS else text[: MAX_GOAL_CHARS - 1] + "…"
     return None
